@@ -1,0 +1,1 @@
+"""The basket demo server."""

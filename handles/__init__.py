@@ -1,0 +1,1 @@
+"""mcp-handles: principal-bound state handles for MCP tool servers."""

@@ -1,0 +1,145 @@
+"""The store contract: the few async methods a backend implements.
+
+This module is the single written contract. Backends say only what differs;
+``stores.testing.StoreConformance`` is its executable form.
+
+A store keeps *records*: opaque ``bytes`` with a version and an expiry, addressed
+by ``(owner, group, key)``:
+
+- ``owner`` is a digest of the principal that owns the record. Every record of one
+  owner may share a shard (Redis Cluster hash tags use it), so a backend can make
+  create-plus-index and listing atomic.
+- ``group`` names the records' kind (``"basket"``); listing and the live-record
+  limit are per ``(owner, group)``.
+- ``key`` is the record's own name (the handle id).
+
+Time is Unix seconds as ``float``. A record whose ``expires_at`` is not in the
+future does not exist for any method: reads return ``None``, it does not count
+towards a limit and it is not listed. Backends reclaim expired records on their
+own, never by scanning everything on each call.
+
+Versions start at 1 and grow by one on each successful ``replace``.
+
+Errors: a backend raises ``StoreUnavailable`` when it cannot reach its storage
+(a transient condition: the caller may retry) and ``LimitExceeded`` from ``create``
+when the owner already has ``limit`` live records in the group. Every other
+outcome is a return value.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self
+
+__all__ = ["LimitExceeded", "Record", "Store", "StoreError", "StoreUnavailable"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A stored value with its version and its expiry (Unix seconds)."""
+
+    value: bytes
+    version: int
+    expires_at: float
+
+
+class StoreError(Exception):
+    """Base class of the errors a store raises."""
+
+
+class StoreUnavailable(StoreError):
+    """The backing storage could not be reached; the operation may be retried."""
+
+
+class LimitExceeded(StoreError):
+    """``create`` refused: the owner already has ``limit`` live records in the group."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the owner already has {limit} live records in this group")
+        self.limit = limit
+
+
+class Store(ABC):
+    """Versioned, expiring records with a per-owner index.
+
+    Use a store as an async context manager, or call ``aclose()`` when done.
+    """
+
+    @abstractmethod
+    async def create(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        expires_at: float,
+        limit: int | None = None,
+    ) -> Record | None:
+        """Create a record at version 1 if no live record has this address.
+
+        Atomically: if a live record exists, return ``None`` and change nothing;
+        if ``limit`` is given and the owner has that many live records in
+        ``group``, raise ``LimitExceeded``; otherwise store the record, index it
+        under ``(owner, group)`` and return it.
+        """
+
+    @abstractmethod
+    async def get(
+        self, owner: str, group: str, key: str, *, renew_until: float | None = None
+    ) -> Record | None:
+        """Return the live record, or ``None``.
+
+        With ``renew_until``, the record's expiry is first moved to that time
+        (in the same atomic step), and the returned record carries it.
+        """
+
+    @abstractmethod
+    async def replace(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> Record | None:
+        """Compare-and-set: replace the live record if its version is ``version``.
+
+        On success the record holds ``value`` at ``version + 1`` with the new
+        expiry, and is returned. If the record is gone or its version differs,
+        nothing changes and ``None`` is returned; ``get`` tells which.
+        """
+
+    @abstractmethod
+    async def delete(
+        self, owner: str, group: str, key: str, *, version: int | None = None
+    ) -> bool:
+        """Delete the live record (only at ``version``, when given).
+
+        Return whether a record was deleted.
+        """
+
+    @abstractmethod
+    async def list(self, owner: str, group: str) -> dict[str, Record]:
+        """Return the owner's live records in ``group``, by key.
+
+        Its cost grows with this owner's records in the group, not with the store.
+        """
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections and background resources. Safe to call twice."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,131 @@
+"""``MemoryStore``: the embedded default, for one process.
+
+Each method runs without awaiting, so it is atomic for every task of the event
+loop. Expired records are reclaimed lazily from a heap of deadlines: each call
+pops what has expired since the last one, so no call scans the whole store.
+Not shared between processes: use ``stores.redis.RedisStore`` for replicas.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable
+
+from .base import LimitExceeded, Record, Store
+
+__all__ = ["MemoryStore"]
+
+_Address = tuple[str, str, str]
+
+
+class MemoryStore(Store):
+    """Records in a dict, with a per-owner index and an injectable ``clock``."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._records: dict[_Address, Record] = {}
+        self._index: dict[tuple[str, str], set[str]] = {}
+        self._deadlines: list[tuple[float, _Address]] = []
+
+    def __len__(self) -> int:
+        """The number of records held, live or not yet reclaimed."""
+        return len(self._records)
+
+    async def create(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        expires_at: float,
+        limit: int | None = None,
+    ) -> Record | None:
+        now = self._reclaim()
+        address = (owner, group, key)
+        if self._live(address, now) is not None:
+            return None
+        if limit is not None and len(self._index.get((owner, group), ())) >= limit:
+            raise LimitExceeded(limit)
+        return self._put(address, Record(value, 1, expires_at))
+
+    async def get(
+        self, owner: str, group: str, key: str, *, renew_until: float | None = None
+    ) -> Record | None:
+        address = (owner, group, key)
+        record = self._live(address, self._clock())
+        if record is None or renew_until is None:
+            return record
+        return self._put(address, Record(record.value, record.version, renew_until))
+
+    async def replace(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> Record | None:
+        address = (owner, group, key)
+        record = self._live(address, self._clock())
+        if record is None or record.version != version:
+            return None
+        return self._put(address, Record(value, version + 1, expires_at))
+
+    async def delete(
+        self, owner: str, group: str, key: str, *, version: int | None = None
+    ) -> bool:
+        address = (owner, group, key)
+        record = self._live(address, self._clock())
+        if record is None or (version is not None and record.version != version):
+            return False
+        self._drop(address)
+        return True
+
+    async def list(self, owner: str, group: str) -> dict[str, Record]:
+        self._reclaim()
+        keys = self._index.get((owner, group), ())
+        return {key: self._records[(owner, group, key)] for key in keys}
+
+    def _live(self, address: _Address, now: float) -> Record | None:
+        record = self._records.get(address)
+        if record is not None and record.expires_at <= now:
+            self._drop(address)
+            return None
+        return record
+
+    def _put(self, address: _Address, record: Record) -> Record:
+        owner, group, key = address
+        self._records[address] = record
+        self._index.setdefault((owner, group), set()).add(key)
+        heapq.heappush(self._deadlines, (record.expires_at, address))
+        if len(self._deadlines) > 2 * len(self._records) + 1024:
+            self._compact()
+        return record
+
+    def _drop(self, address: _Address) -> None:
+        owner, group, key = address
+        del self._records[address]
+        keys = self._index[(owner, group)]
+        keys.discard(key)
+        if not keys:
+            del self._index[(owner, group)]
+
+    def _reclaim(self) -> float:
+        """Drop every record whose deadline has passed; return the time used."""
+        now = self._clock()
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][0] <= now:
+            _, address = heapq.heappop(deadlines)
+            record = self._records.get(address)
+            if record is not None and record.expires_at <= now:
+                self._drop(address)
+        return now
+
+    def _compact(self) -> None:
+        """Rebuild the heap from live records once renewals have bloated it."""
+        self._deadlines = [(r.expires_at, a) for a, r in self._records.items()]
+        heapq.heapify(self._deadlines)
