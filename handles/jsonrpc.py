@@ -1,0 +1,128 @@
+"""JSON-RPC 2.0 envelopes: error codes, parsing one message, building responses.
+
+Transports move bytes; this module turns one line or body into a message dict
+(or a ready error response) and back. Nothing here knows about MCP methods.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = [
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "PARSE_ERROR",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "ProtocolError",
+    "dumps",
+    "error_response",
+    "parse",
+    "request_id",
+    "result_response",
+]
+
+PARSE_ERROR = -32700
+"""The bytes are not JSON."""
+INVALID_REQUEST = -32600
+"""JSON, but not a JSON-RPC 2.0 request or notification (a batch, no method, a null id)."""
+METHOD_NOT_FOUND = -32601
+"""No such method (or one removed in the request's protocol era)."""
+INVALID_PARAMS = -32602
+"""The params do not fit the method (missing ``_meta``, unknown tool, bad cursor)."""
+INTERNAL_ERROR = -32603
+"""The server failed; the details are in its log, never in the response."""
+HEADER_MISMATCH = -32020
+"""An HTTP ``Mcp-*`` header disagrees with the body, or is missing."""
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+"""Processing needs a client capability that the request did not declare."""
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+"""The request's protocol version is not one this server speaks."""
+
+Id = str | int
+Message = dict[str, Any]
+
+
+class ProtocolError(Exception):
+    """A failure that becomes a JSON-RPC ``error`` object rather than a result."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, id: Id | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+        #: The id of the request it answers, when one could be read.
+        self.id = id
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def dumps(message: Message) -> bytes:
+    """Compact UTF-8 JSON with no embedded newline, as stdio framing needs."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def result_response(id: Id, result: dict[str, Any]) -> Message:
+    return {"jsonrpc": "2.0", "id": id, "result": result}
+
+
+def error_response(id: Id | None, error: ProtocolError) -> Message:
+    return {"jsonrpc": "2.0", "id": id, "error": error.to_error()}
+
+
+def parse(data: bytes | str) -> Message:
+    """Parse one message; raise ``ProtocolError`` for anything that is not one.
+
+    The result has a string ``method``, a dict ``params`` (``{}`` when absent)
+    and, for requests, an ``id`` that is a string or an integer. Responses sent
+    to us (a ``result`` or ``error`` without ``method``) are refused too: this
+    server never sends requests, so it expects none back.
+    """
+    try:
+        message = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ProtocolError(PARSE_ERROR, "Parse error: the message is not valid JSON") from None
+    if not isinstance(message, dict):
+        kind = "a batch (JSON array)" if isinstance(message, list) else type(message).__name__
+        raise ProtocolError(
+            INVALID_REQUEST, f"Invalid Request: expected one JSON object, got {kind}"
+        )
+    _check_envelope(message)
+    return message
+
+
+def _check_envelope(message: Message) -> None:
+    if message.get("jsonrpc") != "2.0":
+        raise _invalid(message, 'Invalid Request: "jsonrpc" must be "2.0"')
+    if not isinstance(message.get("method"), str):
+        raise _invalid(message, 'Invalid Request: "method" must be a string')
+    if "id" in message:
+        id = message["id"]
+        if isinstance(id, bool) or not isinstance(id, str | int):
+            raise _invalid(message, 'Invalid Request: "id" must be a string or an integer')
+    params = message.setdefault("params", {})
+    if params is None:
+        message["params"] = {}
+    elif not isinstance(params, dict):
+        raise _invalid(message, 'Invalid Request: "params" must be an object')
+
+
+def _invalid(message: Message, text: str) -> ProtocolError:
+    return ProtocolError(INVALID_REQUEST, text, id=request_id(message))
+
+
+def request_id(message: Any) -> Id | None:
+    """The id to echo in an error about ``message``, when one can be read."""
+    if isinstance(message, dict):
+        id = message.get("id")
+        if isinstance(id, str | int) and not isinstance(id, bool):
+            return id
+    return None

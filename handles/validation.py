@@ -1,0 +1,73 @@
+"""Turn pydantic validation errors into one sentence a model can act on.
+
+"limit: must be at most 50, got 200" rather than pydantic's multi-line dump
+with its documentation links.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+__all__ = ["describe_errors", "shorten"]
+
+_MAX_SHOWN = 60
+
+_TEMPLATES: dict[str, str] = {
+    "missing": "is required",
+    "extra_forbidden": "is not a parameter of this tool",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be greater than {gt}",
+    "string_too_short": "must be at least {min_length} characters long",
+    "string_too_long": "must be at most {max_length} characters long",
+    "too_short": "must have at least {min_length} items",
+    "too_long": "must have at most {max_length} items",
+    "int_parsing": "must be an integer",
+    "int_type": "must be an integer",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "string_type": "must be a string",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "list_type": "must be an array",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "literal_error": "must be one of {expected}",
+    "enum": "must be one of {expected}",
+    "string_pattern_mismatch": "must match the pattern {pattern}",
+}
+
+
+def shorten(value: Any, limit: int = _MAX_SHOWN) -> str:
+    """``value`` as JSON, cut to ``limit`` characters with an ellipsis."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_errors(error: ValidationError) -> str:
+    """One ``field: problem, got value`` clause per error, joined by ``"; "``."""
+    return "; ".join(_describe(e) for e in error.errors(include_url=False))
+
+
+def _describe(error: Any) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "arguments"
+    template = _TEMPLATES.get(error["type"])
+    context = error.get("ctx") or {}
+    problem = template.format(**context) if template else _plain(error["msg"])
+    if error["type"] in ("missing", "extra_forbidden") and location != "arguments":
+        return f"{location}: {problem}"
+    return f"{location}: {problem}, got {shorten(error.get('input'))}"
+
+
+def _plain(message: str) -> str:
+    """Pydantic's message, lower-cased at the start, for types we do not map."""
+    return message[:1].lower() + message[1:]
