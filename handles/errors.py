@@ -1,0 +1,195 @@
+"""The errors a model sees when a handle cannot be used.
+
+Each error has a stable ``code``, a ``message`` saying what happened and a ``hint``
+naming the tool to call next; ``str(error)`` is both, the full text for the model.
+Tool utilities turn them into ``isError`` results, never JSON-RPC errors::
+
+    HandleError                  base; .code .message .hint .retryable
+    ├── UnknownHandle            "unknown": never issued, mistyped, or another caller's
+    ├── WrongKind                "wrong_kind": one of the caller's handles of another kind
+    ├── HandleExpired            "expired": its lifetime ran out (.expired_at)
+    ├── HandleClosed             "closed": closed or checked out (.reason, .closed_at)
+    ├── QuotaExceeded            "quota_exceeded": too many live handles (.limit)
+    └── TransientHandleError     retryable: the same call may succeed shortly
+        ├── StorageUnavailable   "store_unavailable": wraps stores.base.StoreUnavailable
+        └── HandleConflict       "conflict": concurrent changes won every retry
+
+``UnknownHandle`` reads the same whatever the real reason, so a foreign handle cannot
+be told from an invented one. Values the caller sent are echoed quoted and cut to
+60 characters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .kinds import HandleKind, iso_utc
+
+__all__ = [
+    "HandleClosed",
+    "HandleConflict",
+    "HandleError",
+    "HandleExpired",
+    "QuotaExceeded",
+    "StorageUnavailable",
+    "TransientHandleError",
+    "UnknownHandle",
+    "WrongKind",
+]
+
+_ECHO_LIMIT = 60
+
+AnyKind = HandleKind[Any]
+
+
+def echo(value: str) -> str:
+    """Quote a caller's value for a message, cut to 60 characters with an ellipsis."""
+    if len(value) > _ECHO_LIMIT:
+        value = f"{value[:_ECHO_LIMIT]}…"
+    return repr(value)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in ("a", "e", "i", "o") else "a"
+
+
+def _title(kind: AnyKind) -> str:
+    return f"{kind.label[0].upper()}{kind.label[1:]}"
+
+
+def _start_new(kind: AnyKind) -> str:
+    return f"Call {kind.create_tool} to start a new {kind.label}."
+
+
+class HandleError(Exception):
+    """Base class: a handle could not be used; ``str()`` is the text for the model.
+
+    Args:
+        message: What happened.
+        hint: What to do next, naming the tool to call.
+    """
+
+    #: Stable machine-readable code.
+    code: ClassVar[str] = "handle_error"
+    #: Whether the same call may succeed if retried shortly.
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message, hint)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}"
+
+
+class UnknownHandle(HandleError):
+    """Never issued to this caller, mistyped, or another caller's: one identical text."""
+
+    code = "unknown"
+
+    def __init__(self, kind: AnyKind, handle_id: str) -> None:
+        super().__init__(
+            f"Unknown {kind.label} {echo(handle_id)}.",
+            f"Copy the {kind.id_param} exactly as {kind.create_tool} returned it, "
+            f"call {kind.list_tool} to see your open {kind.plural}, "
+            f"or call {kind.create_tool} to start a new one.",
+        )
+
+
+class WrongKind(HandleError):
+    """The caller's own handle of another registered kind, passed where ``kind`` goes."""
+
+    code = "wrong_kind"
+
+    def __init__(self, kind: AnyKind, actual: AnyKind, handle_id: str) -> None:
+        super().__init__(
+            f"{echo(handle_id)} is {_article(actual.label)} {actual.label} id, "
+            f"not {_article(kind.label)} {kind.label} id.",
+            f"Pass a {kind.id_param} exactly as {kind.create_tool} returned it, "
+            f"or call {kind.list_tool} to see your open {kind.plural}.",
+        )
+        self.actual = actual.name
+
+
+class HandleExpired(HandleError):
+    """The handle's lifetime ran out; ``expired_at`` is ``None`` when not known exactly."""
+
+    code = "expired"
+
+    def __init__(self, kind: AnyKind, handle_id: str, expired_at: float | None) -> None:
+        when = "has expired; the exact time is not known"
+        if expired_at is not None:
+            when = f"expired at {iso_utc(expired_at)}"
+        policy = kind.lifetime.describe(kind.plural)
+        super().__init__(f"{_title(kind)} {echo(handle_id)} {when} ({policy}).", _start_new(kind))
+        self.expired_at = expired_at
+
+
+class HandleClosed(HandleError):
+    """The handle was closed (``reason`` says how, e.g. "checked out") at ``closed_at``."""
+
+    code = "closed"
+
+    def __init__(self, kind: AnyKind, handle_id: str, reason: str, closed_at: float) -> None:
+        super().__init__(
+            f"{_title(kind)} {echo(handle_id)} was {reason} at {iso_utc(closed_at)} "
+            "and can no longer be used.",
+            _start_new(kind),
+        )
+        self.reason = reason
+        self.closed_at = closed_at
+
+
+class QuotaExceeded(HandleError):
+    """The caller already holds ``limit`` live handles of this kind."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, kind: AnyKind, limit: int) -> None:
+        policy = kind.lifetime.describe(kind.plural)
+        if kind.close_tool:
+            hint = (
+                f"Call {kind.close_tool} on one you no longer need "
+                f"({kind.list_tool} lists them), or wait for one to expire: {policy}."
+            )
+        else:
+            hint = f"Wait for one to expire ({policy}); {kind.list_tool} lists them."
+        super().__init__(f"You already have {limit} open {kind.plural}, the most allowed.", hint)
+        self.limit = limit
+
+
+class TransientHandleError(HandleError):
+    """Base of the errors that may go away if the same call is retried shortly."""
+
+    retryable = True
+
+
+class StorageUnavailable(TransientHandleError):
+    """The store could not be reached (wraps ``stores.base.StoreUnavailable``)."""
+
+    code = "store_unavailable"
+
+    def __init__(self, kind: AnyKind) -> None:
+        super().__init__(
+            f"The {kind.label} store is temporarily unavailable.",
+            "Retry this call in a few seconds.",
+        )
+
+
+class HandleConflict(TransientHandleError):
+    """Concurrent changes kept winning, or the state changed since it was read.
+
+    Args:
+        kind: The handle's kind.
+        handle_id: The handle.
+        why: What went wrong, e.g. "changed since it was read".
+    """
+
+    code = "conflict"
+
+    def __init__(self, kind: AnyKind, handle_id: str, why: str) -> None:
+        super().__init__(
+            f"{_title(kind)} {echo(handle_id)} {why}; this change was not applied.",
+            "Retry this call shortly.",
+        )
