@@ -1,0 +1,236 @@
+"""Minting and checking handle ids: ``<prefix>_<body><tag>``, 47 characters for ``bsk``.
+
+The body is 4 bytes of mint time (Unix seconds, so the absolute deadline is known
+even after the record is gone) and 16 random bytes from ``secrets``; the tag is an
+HMAC-SHA256 cut to 12 bytes over the body text and the owner's principal digest,
+made with an itsdangerous ``Signer`` whose salt names the kind. Both are base64url
+without padding (27 + 16 characters). The digest is signed, never embedded, so a
+mistyped, forged, foreign or wrong-kind id fails verification before any store
+access, and a foreign id cannot be told from an invented one.
+
+Key ring order follows itsdangerous: oldest to newest, the **last** key signs and
+every key verifies. (The MCP SDK's ``RequestStateSecurity`` seals with ``keys[0]``:
+the opposite order.) To rotate, deploy ``[old, new]``, and drop ``old`` once the
+handles it signed have expired.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import re
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from itsdangerous.encoding import want_bytes
+from itsdangerous.signer import HMACAlgorithm, Signer
+
+from .kinds import HandleKind
+
+__all__ = ["HandleCodec", "SecretKeys", "TruncatedHMAC", "redact"]
+
+_log = logging.getLogger("handles")
+
+SecretKeys = str | bytes | Sequence[str | bytes]
+
+MIN_SECRET_BYTES = 32
+_TIME_BYTES, _RANDOM_BYTES, _TAG_BYTES = 4, 16, 12
+_BODY_CHARS, _TAG_CHARS = 27, 16  # base64url, unpadded, of 20 and 12 bytes
+_ALPHABET = re.compile(rf"[A-Za-z0-9_-]{{{_BODY_CHARS + _TAG_CHARS}}}")
+_SALT = "mcp-handles/v1:{name}:{prefix}"
+_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
+_SHA256_BLOCK = 64
+_IPAD = bytes(byte ^ 0x36 for byte in range(256))
+_OPAD = bytes(byte ^ 0x5C for byte in range(256))
+_MAX_CACHED_KEYS = 64
+
+
+class TruncatedHMAC(HMACAlgorithm):
+    """HMAC-SHA256 cut to its first ``size`` bytes, still compared in constant time.
+
+    The HMAC is RFC 2104 over ``hashlib.sha256`` with each key's padded inner and
+    outer states computed once: on OpenSSL 3, ``hmac.digest`` costs about three
+    times as much per call.
+    """
+
+    def __init__(self, size: int = _TAG_BYTES) -> None:
+        super().__init__(hashlib.sha256)
+        self.size = size
+        self._states: dict[bytes, tuple[Any, Any]] = {}
+
+    def get_signature(self, key: bytes, value: bytes) -> bytes:
+        """The first ``size`` bytes of HMAC-SHA256(key, value)."""
+        states = self._states.get(key) or self._prepare(key)
+        inner, outer = states[0].copy(), states[1].copy()
+        inner.update(value)
+        outer.update(inner.digest())
+        tag: bytes = outer.digest()
+        return tag[: self.size]
+
+    def _prepare(self, key: bytes) -> tuple[Any, Any]:
+        if len(self._states) >= _MAX_CACHED_KEYS:
+            self._states.clear()
+        block = hashlib.sha256(key).digest() if len(key) > _SHA256_BLOCK else key
+        block = block.ljust(_SHA256_BLOCK, b"\0")
+        states = (hashlib.sha256(block.translate(_IPAD)), hashlib.sha256(block.translate(_OPAD)))
+        self._states[key] = states
+        return states
+
+
+class _Signer(Signer):
+    """A ``Signer`` that derives each key once, not on every call (the hot path)."""
+
+    def __init__(self, secret_keys: list[bytes], salt: str) -> None:
+        super().__init__(
+            secret_keys,
+            salt=salt,
+            key_derivation="hmac",
+            digest_method=hashlib.sha256,
+            algorithm=TruncatedHMAC(),
+        )
+        self._derived: dict[bytes, bytes] = {}
+        for key in self.secret_keys:
+            self._derived[key] = Signer.derive_key(self, key)
+
+        self._newest_first = [self._derived[key] for key in reversed(self.secret_keys)]
+
+    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
+        key = self.secret_keys[-1] if secret_key is None else want_bytes(secret_key)
+        return self._derived.get(key) or Signer.derive_key(self, key)
+
+    def verify_signature(self, value: str | bytes, sig: str | bytes) -> bool:
+        """As ``Signer.verify_signature``, with a strict, cheaper base64 decode."""
+        sig = want_bytes(sig)
+        try:
+            raw = binascii.a2b_base64(
+                sig.translate(_TO_STANDARD) + b"=" * (-len(sig) % 4), strict_mode=True
+            )
+        except binascii.Error:
+            return False
+        value = want_bytes(value)
+        verify = self.algorithm.verify_signature
+        return any(verify(key, value, raw) for key in self._newest_first)
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    kind: HandleKind[Any]
+    head: str
+    signer: _Signer
+
+
+def _ring(secret_keys: SecretKeys | None) -> list[bytes]:
+    if secret_keys is None:
+        _log.warning(
+            "handles: no secret key configured; using an ephemeral key, so handles will "
+            "not survive a restart or work across replicas. Pass secret_keys (each at "
+            "least %d bytes, e.g. from secrets.token_urlsafe(32)).",
+            MIN_SECRET_BYTES,
+        )
+        return [secrets.token_bytes(MIN_SECRET_BYTES)]
+    raw = [secret_keys] if isinstance(secret_keys, str | bytes) else list(secret_keys)
+    keys = [want_bytes(key) for key in raw]
+    if not keys:
+        raise ValueError("secret_keys is empty: give at least one key of 32 bytes or more")
+    for number, key in enumerate(keys):
+        if len(key) < MIN_SECRET_BYTES:
+            raise ValueError(
+                f"secret key #{number} is {len(key)} bytes; each secret key must be at "
+                f"least {MIN_SECRET_BYTES} bytes (e.g. secrets.token_urlsafe(32))"
+            )
+    return keys
+
+
+def _mint_time(body: str) -> int:
+    raw = binascii.a2b_base64(body[:8].encode().translate(_TO_STANDARD))
+    return int.from_bytes(raw[:_TIME_BYTES], "big")
+
+
+def redact(handle_id: str) -> str:
+    """A handle cut to its prefix and a few characters, quoted, for logs."""
+    head, sep, rest = handle_id[:40].partition("_")
+    return repr(f"{head[:8]}{sep}{rest[:4]}…")
+
+
+class HandleCodec:
+    """Mints and verifies the ids of registered kinds.
+
+    Args:
+        kinds: The kinds; names and prefixes must be unique.
+        secret_keys: One key or a ring, oldest to newest, each at least 32 bytes.
+            ``None`` generates an ephemeral key and logs a warning.
+
+    Raises:
+        ValueError: A key is too short, the ring is empty, or two kinds clash.
+    """
+
+    def __init__(self, kinds: Iterable[HandleKind[Any]], secret_keys: SecretKeys | None) -> None:
+        keys = _ring(secret_keys)
+        self._by_name: dict[str, _Spec] = {}
+        self._by_prefix: dict[str, _Spec] = {}
+        for kind in kinds:
+            if kind.name in self._by_name or kind.prefix in self._by_prefix:
+                raise ValueError(f"kind {kind.name!r} or prefix {kind.prefix!r} registered twice")
+            salt = _SALT.format(name=kind.name, prefix=kind.prefix)
+            spec = _Spec(kind, f"{kind.prefix}_", _Signer(keys, salt))
+            self._by_name[kind.name] = self._by_prefix[kind.prefix] = spec
+
+    @property
+    def kinds(self) -> list[HandleKind[Any]]:
+        """The registered kinds, in registration order."""
+        return [spec.kind for spec in self._by_name.values()]
+
+    def mint(self, kind: HandleKind[Any], owner: str, now: float) -> str:
+        """A new id of ``kind`` for the principal digest ``owner``, minted at ``now``."""
+        spec = self._spec(kind)
+        raw = int(now).to_bytes(_TIME_BYTES, "big") + secrets.token_bytes(_RANDOM_BYTES)
+        body = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+        tag = spec.signer.get_signature(body + owner).decode()
+        return f"{spec.head}{body}{tag}"
+
+    def verify(self, kind: HandleKind[Any], handle_id: str, owner: str) -> int | None:
+        """The mint time of ``handle_id`` if ``owner`` holds it as a ``kind``, else ``None``."""
+        spec = self._spec(kind)
+        start = len(spec.head)
+        if (
+            len(handle_id) != start + _BODY_CHARS + _TAG_CHARS
+            or not handle_id.startswith(spec.head)
+            or _ALPHABET.fullmatch(handle_id, start) is None
+        ):
+            return None
+        body, tag = handle_id[start:-_TAG_CHARS], handle_id[-_TAG_CHARS:]
+        if not spec.signer.verify_signature(body + owner, tag):
+            return None
+        return _mint_time(body)
+
+    def minted_at(self, handle_id: str) -> int:
+        """The mint time of an id already known to be valid (e.g. from a store index)."""
+        return _mint_time(handle_id.partition("_")[2])
+
+    def kind_of(self, handle_id: str, owner: str) -> HandleKind[Any] | None:
+        """The registered kind whose prefix ``handle_id`` has and whose tag verifies."""
+        spec = self._by_prefix.get(handle_id.partition("_")[0])
+        if spec is None or self.verify(spec.kind, handle_id, owner) is None:
+            return None
+        return spec.kind
+
+    def explain(self, kind: HandleKind[Any], handle_id: str) -> str:
+        """Why ``handle_id`` failed to verify, for the debug log only."""
+        spec = self._spec(kind)
+        if len(handle_id) != len(spec.head) + _BODY_CHARS + _TAG_CHARS:
+            return "wrong length"
+        if not handle_id.startswith(spec.head):
+            return "wrong prefix"
+        if _ALPHABET.fullmatch(handle_id, len(spec.head)) is None:
+            return "characters outside base64url"
+        return "tag does not verify for this caller (forged, foreign, or an old key)"
+
+    def _spec(self, kind: HandleKind[Any]) -> _Spec:
+        spec = self._by_name.get(kind.name)
+        if spec is None:
+            raise ValueError(f"kind {kind.name!r} is not registered with this manager")
+        return spec
