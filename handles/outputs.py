@@ -8,8 +8,10 @@ Every result also carries the JSON as a text block, for clients that only read t
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
+import operator
 import types
 import typing
 from dataclasses import dataclass
@@ -70,6 +72,7 @@ def output_for(tool: str, annotation: Any) -> Output:
     """The ``Output`` for a return annotation (``inspect.Signature.empty`` if none)."""
     if annotation is inspect.Signature.empty or _is_unstructured(annotation):
         return Output(None, None)
+    annotation = _without_passthrough(annotation)
     adapter: TypeAdapter[Any] = TypeAdapter(annotation)
     schema = adapter.json_schema(mode="serialization")
     if schema.get("type") == "object":
@@ -80,6 +83,14 @@ def output_for(tool: str, annotation: Any) -> Output:
     if defs:
         wrapped["$defs"] = defs
     return Output(wrapped, adapter, wrapped=True)
+
+
+def _without_passthrough(annotation: Any) -> Any:
+    """``Order | InputRequired`` -> ``Order``: those results bypass the output schema."""
+    if typing.get_origin(annotation) not in (typing.Union, types.UnionType):
+        return annotation
+    kept = [a for a in typing.get_args(annotation) if a not in (InputRequired, ToolResult)]
+    return functools.reduce(operator.or_, kept)
 
 
 def _is_unstructured(annotation: Any) -> bool:
