@@ -2,7 +2,8 @@
 
 Each error has a stable ``code``, a ``message`` saying what happened and a ``hint``
 naming the tool to call next; ``str(error)`` is both, the full text for the model.
-Tool utilities turn them into ``isError`` results, never JSON-RPC errors::
+They are ``ToolError``s, so a tool that lets one escape sends the model an ``isError``
+result with that text, never a JSON-RPC error::
 
     HandleError                  base; .code .message .hint .retryable
     ├── UnknownHandle            "unknown": never issued, mistyped, or another caller's
@@ -24,6 +25,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .kinds import HandleKind, iso_utc
+from .tools import ToolError
 
 __all__ = [
     "HandleClosed",
@@ -61,7 +63,7 @@ def _start_new(kind: AnyKind) -> str:
     return f"Call {kind.create_tool} to start a new {kind.label}."
 
 
-class HandleError(Exception):
+class HandleError(ToolError):
     """Base class: a handle could not be used; ``str()`` is the text for the model.
 
     Args:
