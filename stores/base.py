@@ -115,9 +115,7 @@ class Store(ABC):
         """
 
     @abstractmethod
-    async def delete(
-        self, owner: str, group: str, key: str, *, version: int | None = None
-    ) -> bool:
+    async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
         """Delete the live record (only at ``version``, when given).
 
         Return whether a record was deleted.

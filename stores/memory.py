@@ -75,9 +75,7 @@ class MemoryStore(Store):
             return None
         return self._put(address, Record(value, version + 1, expires_at))
 
-    async def delete(
-        self, owner: str, group: str, key: str, *, version: int | None = None
-    ) -> bool:
+    async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
         address = (owner, group, key)
         record = self._live(address, self._clock())
         if record is None or (version is not None and record.version != version):
