@@ -1,0 +1,331 @@
+"""The test cases of ``stores.testing.StoreConformance``, grouped by theme.
+
+Each test takes the ``store_harness`` fixture and talks to the store only through
+the contract in ``stores.base``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from .base import LimitExceeded, Record, Store
+
+if TYPE_CHECKING:
+    from .testing import StoreHarness
+
+OWNER = "owner-a"
+OTHER_OWNER = "owner-b"
+GROUP = "basket"
+TTL = 1000.0
+"""The suite's usual lifetime: long, so that no real-time expiry can interfere."""
+
+MEBIBYTE = bytes(range(256)) * 4096
+
+
+class BasicCases:
+    """create, get, replace, delete and list on live records."""
+
+    async def test_create_returns_version_one(self, store_harness: StoreHarness) -> None:
+        store, expires_at = store_harness.store, store_harness.now() + TTL
+        record = await store.create(OWNER, GROUP, "k", b"v", expires_at=expires_at)
+        assert record == Record(b"v", 1, expires_at)
+        assert await store.get(OWNER, GROUP, "k") == record
+
+    async def test_create_on_live_address_changes_nothing(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        first = await store.create(OWNER, GROUP, "k", b"first", expires_at=now + TTL)
+        assert await store.create(OWNER, GROUP, "k", b"second", expires_at=now + 2 * TTL) is None
+        assert await store.get(OWNER, GROUP, "k") == first
+
+    async def test_get_unknown_returns_none(self, store_harness: StoreHarness) -> None:
+        assert await store_harness.store.get(OWNER, GROUP, "missing") is None
+
+    async def test_get_renews_until(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v", expires_at=now + TTL)
+        renewed = await store.get(OWNER, GROUP, "k", renew_until=now + 3 * TTL)
+        assert renewed == Record(b"v", 1, now + 3 * TTL)
+        store_harness.advance(2 * TTL)
+        assert await store.get(OWNER, GROUP, "k") == renewed
+        assert await store.list(OWNER, GROUP) == {"k": renewed}
+
+    async def test_replace_is_compare_and_set(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v1", expires_at=now + TTL)
+        second = await store.replace(OWNER, GROUP, "k", b"v2", version=1, expires_at=now + TTL)
+        assert second == Record(b"v2", 2, now + TTL)
+        assert (
+            await store.replace(OWNER, GROUP, "k", b"stale", version=1, expires_at=now + TTL)
+            is None
+        )
+        third = await store.replace(OWNER, GROUP, "k", b"v3", version=2, expires_at=now + 2 * TTL)
+        assert third == Record(b"v3", 3, now + 2 * TTL)
+        assert await store.get(OWNER, GROUP, "k") == third
+
+    async def test_replace_unknown_returns_none(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        assert await store.replace(OWNER, GROUP, "k", b"v", version=1, expires_at=now + TTL) is None
+        assert await store.get(OWNER, GROUP, "k") is None
+
+    async def test_delete(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v", expires_at=now + TTL)
+        assert await store.delete(OWNER, GROUP, "k") is True
+        assert await store.get(OWNER, GROUP, "k") is None
+        assert await store.delete(OWNER, GROUP, "k") is False
+        assert await store.list(OWNER, GROUP) == {}
+        again = await store.create(OWNER, GROUP, "k", b"again", expires_at=now + TTL)
+        assert again == Record(b"again", 1, now + TTL)
+
+    async def test_delete_at_version(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v", expires_at=now + TTL)
+        await store.replace(OWNER, GROUP, "k", b"v2", version=1, expires_at=now + TTL)
+        assert await store.delete(OWNER, GROUP, "k", version=1) is False
+        assert await store.get(OWNER, GROUP, "k") == Record(b"v2", 2, now + TTL)
+        assert await store.delete(OWNER, GROUP, "k", version=2) is True
+        assert await store.get(OWNER, GROUP, "k") is None
+
+    async def test_list_holds_the_owners_records_in_the_group(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        a = await store.create(OWNER, GROUP, "a", b"A", expires_at=now + TTL)
+        b = await store.create(OWNER, GROUP, "b", b"B", expires_at=now + 2 * TTL)
+        await store.create(OWNER, "other-group", "c", b"C", expires_at=now + TTL)
+        await store.create(OTHER_OWNER, GROUP, "d", b"D", expires_at=now + TTL)
+        assert await store.list(OWNER, GROUP) == {"a": a, "b": b}
+        b2 = await store.replace(OWNER, GROUP, "b", b"B2", version=1, expires_at=now + TTL)
+        await store.delete(OWNER, GROUP, "a")
+        assert await store.list(OWNER, GROUP) == {"b": b2}
+        assert await store.list(OWNER, "no-such-group") == {}
+
+    async def test_owners_are_isolated(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        mine = await store.create(OWNER, GROUP, "k", b"mine", expires_at=now + TTL)
+        theirs = await store.create(OTHER_OWNER, GROUP, "k", b"theirs", expires_at=now + TTL)
+        assert mine is not None and theirs is not None
+        assert await store.replace(OTHER_OWNER, GROUP, "k", b"x", version=1, expires_at=now + TTL)
+        assert await store.delete(OTHER_OWNER, GROUP, "k") is True
+        assert await store.get(OWNER, GROUP, "k") == mine
+        assert await store.list(OWNER, GROUP) == {"k": mine}
+
+    async def test_addresses_never_collide(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        addresses = [
+            ("o", "g:x", "k"), ("o", "g", "x:k"), ("o:g", "x", "k"), ("o", "g:x:k", ""),
+            ("o{x}", "g", "k"), ("o}", "g", "k"), ("o", "g", "{o}"), ("o%7D", "g", "k"),
+            ("", "g", "k"), ("o", "", "k"), ("o", "g", ""), ("ö ✓", "g ✓", "k ✓"),
+        ]  # fmt: skip
+        for owner, group, key in addresses:
+            value = repr((owner, group, key)).encode()
+            assert await store.create(owner, group, key, value, expires_at=now + TTL)
+        for owner, group, key in addresses:
+            record = await store.get(owner, group, key)
+            assert record is not None and record.value == repr((owner, group, key)).encode()
+            expected = {k for o, g, k in addresses if (o, g) == (owner, group)}
+            assert set(await store.list(owner, group)) == expected
+
+    @pytest.mark.parametrize(
+        "value", [b"", b"\x00", bytes(range(256)), "ünï".encode(), MEBIBYTE], ids=len
+    )
+    async def test_values_round_trip(self, store_harness: StoreHarness, value: bytes) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", value, expires_at=now + TTL)
+        assert (await store.get(OWNER, GROUP, "k")) == Record(value, 1, now + TTL)
+        await store.replace(OWNER, GROUP, "k", value + value, version=1, expires_at=now + TTL)
+        assert await store.list(OWNER, GROUP) == {"k": Record(value + value, 2, now + TTL)}
+
+    async def test_aclose_is_idempotent(self, store_harness: StoreHarness) -> None:
+        await store_harness.store.aclose()
+        await store_harness.store.aclose()
+
+
+class LimitCases:
+    """``create(limit=...)`` counts the owner's live records in the group."""
+
+    async def test_limit_refuses_creation(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        for key in "ab":
+            assert await store.create(OWNER, GROUP, key, b"", expires_at=now + TTL, limit=2)
+        with pytest.raises(LimitExceeded) as caught:
+            await store.create(OWNER, GROUP, "c", b"", expires_at=now + TTL, limit=2)
+        assert caught.value.limit == 2
+        assert await store.get(OWNER, GROUP, "c") is None
+        assert await store.create(OWNER, GROUP, "c", b"", expires_at=now + TTL, limit=3)
+
+    async def test_live_address_wins_over_limit(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "a", b"", expires_at=now + TTL)
+        assert await store.create(OWNER, GROUP, "a", b"", expires_at=now + TTL, limit=1) is None
+
+    async def test_limit_counts_only_this_owner_and_group(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OTHER_OWNER, GROUP, "a", b"", expires_at=now + TTL)
+        await store.create(OWNER, "other-group", "a", b"", expires_at=now + TTL)
+        assert await store.create(OWNER, GROUP, "a", b"", expires_at=now + TTL, limit=1)
+
+    async def test_limit_ignores_deleted_records(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "a", b"", expires_at=now + TTL)
+        await store.delete(OWNER, GROUP, "a")
+        assert await store.create(OWNER, GROUP, "b", b"", expires_at=now + TTL, limit=1)
+
+
+class ExpiryCases:
+    """A record whose ``expires_at`` is not in the future is gone for every method."""
+
+    async def _expired(self, store_harness: StoreHarness, key: str = "k") -> None:
+        """Create ``key`` and move time exactly to its deadline."""
+        now = store_harness.now()
+        await store_harness.store.create(OWNER, GROUP, key, b"old", expires_at=now + TTL)
+        store_harness.advance(TTL - 1)
+        assert await store_harness.store.get(OWNER, GROUP, key) is not None
+        store_harness.advance(1)
+
+    async def test_get(self, store_harness: StoreHarness) -> None:
+        await self._expired(store_harness)
+        assert await store_harness.store.get(OWNER, GROUP, "k") is None
+
+    async def test_get_does_not_renew(self, store_harness: StoreHarness) -> None:
+        await self._expired(store_harness)
+        later = store_harness.now() + TTL
+        assert await store_harness.store.get(OWNER, GROUP, "k", renew_until=later) is None
+        assert await store_harness.store.get(OWNER, GROUP, "k") is None
+
+    async def test_replace(self, store_harness: StoreHarness) -> None:
+        await self._expired(store_harness)
+        later = store_harness.now() + TTL
+        store = store_harness.store
+        assert await store.replace(OWNER, GROUP, "k", b"x", version=1, expires_at=later) is None
+        assert await store.get(OWNER, GROUP, "k") is None
+
+    async def test_delete(self, store_harness: StoreHarness) -> None:
+        await self._expired(store_harness)
+        assert await store_harness.store.delete(OWNER, GROUP, "k", version=1) is False
+        assert await store_harness.store.delete(OWNER, GROUP, "k") is False
+
+    async def test_list(self, store_harness: StoreHarness) -> None:
+        await self._expired(store_harness, "old")
+        store, now = store_harness.store, store_harness.now()
+        fresh = await store.create(OWNER, GROUP, "new", b"new", expires_at=now + TTL)
+        assert await store.list(OWNER, GROUP) == {"new": fresh}
+
+    async def test_create(self, store_harness: StoreHarness) -> None:
+        await self._expired(store_harness)
+        store, now = store_harness.store, store_harness.now()
+        record = await store.create(OWNER, GROUP, "k", b"new", expires_at=now + TTL)
+        assert record == Record(b"new", 1, now + TTL)
+        assert await store.get(OWNER, GROUP, "k") == record
+
+    async def test_limit(self, store_harness: StoreHarness) -> None:
+        await self._expired(store_harness, "old")
+        store, now = store_harness.store, store_harness.now()
+        assert await store.create(OWNER, GROUP, "new", b"", expires_at=now + TTL, limit=1)
+
+    async def test_renewal_can_shorten(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v", expires_at=now + 2 * TTL)
+        assert await store.get(OWNER, GROUP, "k", renew_until=now + TTL)
+        store_harness.advance(TTL)
+        assert await store.get(OWNER, GROUP, "k") is None
+
+    async def test_replace_sets_expiry(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "a", b"", expires_at=now + TTL)
+        await store.create(OWNER, GROUP, "b", b"", expires_at=now + 2 * TTL)
+        await store.replace(OWNER, GROUP, "a", b"", version=1, expires_at=now + 3 * TTL)
+        await store.replace(OWNER, GROUP, "b", b"", version=1, expires_at=now + TTL)
+        store_harness.advance(TTL)
+        assert set(await store.list(OWNER, GROUP)) == {"a"}
+
+
+class ConcurrencyCases:
+    """Each method is one atomic step, however many tasks call it at once."""
+
+    async def test_read_modify_write_loses_no_update(self, store_harness: StoreHarness) -> None:
+        store, expires_at = store_harness.store, store_harness.now() + TTL
+        await store.create(OWNER, GROUP, "k", b"", expires_at=expires_at)
+        solo = await _time_one_update(store, expires_at)
+        pending = 200
+
+        async def append(item: int) -> None:
+            nonlocal pending
+            while True:
+                record = await store.get(OWNER, GROUP, "k")
+                assert record is not None
+                await anyio.lowlevel.checkpoint()  # let the others read this version too
+                value = record.value + b"%d," % item
+                if await store.replace(
+                    OWNER, GROUP, "k", value, version=record.version, expires_at=expires_at
+                ):
+                    pending -= 1
+                    return
+                # Back off for a random share of the time the others need, as CAS
+                # clients do: retrying at once, 200 writers make some 20,000 attempts.
+                await anyio.sleep(random.uniform(0, 2 * pending * solo))
+
+        async with anyio.create_task_group() as tg:
+            for item in range(pending):
+                tg.start_soon(append, item)
+        final = await store.get(OWNER, GROUP, "k")
+        assert final is not None and final.version == 201
+        assert sorted(int(item) for item in final.value.split(b",")[:-1]) == list(range(200))
+
+    async def test_one_create_wins(self, store_harness: StoreHarness) -> None:
+        store, expires_at = store_harness.store, store_harness.now() + TTL
+        winners: list[Record] = []
+
+        async def create(item: int) -> None:
+            record = await store.create(OWNER, GROUP, "k", b"%d" % item, expires_at=expires_at)
+            if record is not None:
+                winners.append(record)
+
+        async with anyio.create_task_group() as tg:
+            for item in range(50):
+                tg.start_soon(create, item)
+        assert len(winners) == 1
+        assert await store.get(OWNER, GROUP, "k") == winners[0]
+
+    async def test_limit_holds_under_concurrency(self, store_harness: StoreHarness) -> None:
+        store, expires_at = store_harness.store, store_harness.now() + TTL
+        outcomes: list[bool] = []
+
+        async def create(key: str) -> None:
+            try:
+                created = await store.create(
+                    OWNER, GROUP, key, b"", expires_at=expires_at, limit=10
+                )
+            except LimitExceeded:
+                outcomes.append(False)
+            else:
+                outcomes.append(created is not None)
+
+        async with anyio.create_task_group() as tg:
+            for item in range(30):
+                tg.start_soon(create, f"k{item}")
+        assert sorted(outcomes) == [False] * 20 + [True] * 10
+        assert len(await store.list(OWNER, GROUP)) == 10
+
+
+async def _time_one_update(store: Store, expires_at: float) -> float:
+    """How long one uncontended read-modify-write attempt takes, in seconds."""
+    await store.create(OWNER, GROUP, "probe", b"", expires_at=expires_at)
+    started = time.perf_counter()
+    record = await store.get(OWNER, GROUP, "probe")
+    assert record is not None
+    await anyio.lowlevel.checkpoint()
+    await store.replace(OWNER, GROUP, "probe", b"", version=1, expires_at=expires_at)
+    elapsed = time.perf_counter() - started
+    await store.delete(OWNER, GROUP, "probe")
+    return elapsed
