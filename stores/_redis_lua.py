@@ -1,0 +1,124 @@
+"""The Lua scripts behind ``RedisStore``: one script, one round trip, per method.
+
+Every script touches one owner's keys only, which share the owner's hash tag and
+so one Redis Cluster slot. The record scripts take ``KEYS = [record, index]`` and
+``ARGV = [now, member, ...]``; ``now`` and expiries are the caller's clock, in
+seconds, passed as exact decimal strings and stored as given, so a record's
+expiry reads back bit for bit. ``px`` is the physical time to live in
+milliseconds, computed by the caller from the same ``now``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CREATE", "DELETE", "GET", "LIST", "REPLACE"]
+
+_PRELUDE = """
+local rec, idx = KEYS[1], KEYS[2]
+local now, member = tonumber(ARGV[1]), ARGV[2]
+
+-- The live record as {version, value, expires_at}, or nil. A record that has
+-- expired on the caller's clock is reclaimed on the way.
+local function live()
+  local r = redis.call('HMGET', rec, 'v', 'd', 'x')
+  if not r[1] then return nil end
+  if tonumber(r[3]) > now then return r end
+  redis.call('DEL', rec)
+  redis.call('ZREM', idx, member)
+  return nil
+end
+
+-- Give the record its physical expiry and index it; the index outlives its members.
+local function expire(x, px)
+  px = tonumber(px)
+  if px <= 0 then
+    redis.call('DEL', rec)
+    redis.call('ZREM', idx, member)
+    return
+  end
+  redis.call('PEXPIRE', rec, px)
+  redis.call('ZADD', idx, x, member)
+  if redis.call('PTTL', idx) < px then redis.call('PEXPIRE', idx, px) end
+end
+"""
+
+CREATE = (
+    _PRELUDE
+    + """
+-- ARGV: now, member, value, expires_at, px, limit ('' for none)
+if live() then return 0 end
+redis.call('ZREMRANGEBYSCORE', idx, '-inf', ARGV[1])
+local limit = tonumber(ARGV[6])
+if limit and redis.call('ZCARD', idx) >= limit then
+  -- At the limit: forget members whose records vanished (evicted, flushed).
+  local prefix = string.sub(rec, 1, #rec - #member)
+  for _, m in ipairs(redis.call('ZRANGE', idx, 0, -1)) do
+    if redis.call('EXISTS', prefix .. m) == 0 then redis.call('ZREM', idx, m) end
+  end
+  if redis.call('ZCARD', idx) >= limit then return -1 end
+end
+redis.call('DEL', rec)
+redis.call('HSET', rec, 'v', 1, 'd', ARGV[3], 'x', ARGV[4])
+expire(ARGV[4], ARGV[5])
+return 1
+"""
+)
+
+GET = (
+    _PRELUDE
+    + """
+-- ARGV: now, member, renew_until ('' for none), px
+local r = live()
+if r and ARGV[3] ~= '' then
+  redis.call('HSET', rec, 'x', ARGV[3])
+  expire(ARGV[3], ARGV[4])
+  r[3] = ARGV[3]
+end
+return r
+"""
+)
+
+REPLACE = (
+    _PRELUDE
+    + """
+-- ARGV: now, member, value, version, expires_at, px
+local r = live()
+if not r or tonumber(r[1]) ~= tonumber(ARGV[4]) then return nil end
+redis.call('HSET', rec, 'd', ARGV[3], 'x', ARGV[5])
+local version = redis.call('HINCRBY', rec, 'v', 1)
+expire(ARGV[5], ARGV[6])
+return version
+"""
+)
+
+DELETE = (
+    _PRELUDE
+    + """
+-- ARGV: now, member, version ('' for any)
+local r = live()
+if not r or (ARGV[3] ~= '' and tonumber(r[1]) ~= tonumber(ARGV[3])) then return 0 end
+redis.call('DEL', rec)
+redis.call('ZREM', idx, member)
+return 1
+"""
+)
+
+LIST = """
+-- KEYS: index. ARGV: now, record key prefix.
+-- Returns key, version, value, expires_at for each live record, flattened.
+local idx, now, prefix = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+redis.call('ZREMRANGEBYSCORE', idx, '-inf', ARGV[1])
+local out = {}
+for _, m in ipairs(redis.call('ZRANGE', idx, 0, -1)) do
+  local r = redis.call('HMGET', prefix .. m, 'v', 'd', 'x')
+  if r[1] and tonumber(r[3]) > now then
+    table.insert(out, m)
+    table.insert(out, r[1])
+    table.insert(out, r[2])
+    table.insert(out, r[3])
+  else
+    redis.call('DEL', prefix .. m)
+    redis.call('ZREM', idx, m)
+  end
+end
+return out
+"""

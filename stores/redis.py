@@ -1,0 +1,246 @@
+"""``RedisStore``: records in Redis or Redis Cluster, on ``redis.asyncio``.
+
+Each method is one Lua script, so one round trip and one atomic step. Keys::
+
+    <namespace>:{<owner>}:r:<group>:<key>   hash: v (version), d (value), x (expires_at)
+    <namespace>:{<owner>}:i:<group>         zset: key -> expires_at
+
+The ``{<owner>}`` hash tag puts an owner's records and indexes in one cluster
+slot; ``%``, ``{``, ``}`` in the owner and ``%``, ``:`` in the group are
+percent-escaped so that distinct addresses never share a key. Expiry follows the
+store's ``clock`` (the contract's clock), and each key also gets a physical
+``PEXPIRE`` of ``expires_at - now`` so that Redis reclaims it by itself; the
+index is trimmed lazily by ``create`` and ``list``.
+
+``redis.asyncio`` runs on asyncio only (not trio).
+
+Failover (Redis Cluster, or a replicated primary): Redis replicates
+asynchronously, and a method returns once the primary has applied it. A write
+acknowledged just before the primary dies can be missing on the replica that
+takes over: a created record may be absent, a ``replace`` may be undone (the
+record is back at the previous version, so a later ``replace`` with the newer
+version returns ``None``), a deleted record may reappear. Reads never return a
+state that was not written, versions never go back for a client that has not
+seen the lost write, and operations raise ``StoreUnavailable`` until the new
+primary is known, then succeed on the same store object. To make a write
+durable on replicas before trusting it, an application can follow it with
+``WAIT numreplicas timeout`` on the owner's slot (this store does not).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+try:
+    from redis.asyncio import BlockingConnectionPool, Redis
+    from redis.asyncio.cluster import RedisCluster
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.commands.core import AsyncScript
+    from redis.exceptions import (
+        ClusterDownError,
+        ClusterError,
+        ReadOnlyError,
+        RedisClusterException,
+        TryAgainError,
+    )
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+    from redis.retry import Retry
+    from redis.typing import EncodableT
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess
+    raise ImportError("stores.redis needs redis-py: pip install 'mcp-handles[redis]'") from exc
+
+from . import _redis_lua
+from .base import LimitExceeded, Record, Store, StoreUnavailable
+
+__all__ = ["RedisStore"]
+
+_UNAVAILABLE = (
+    RedisConnectionError,  # includes BusyLoadingError and MaxConnectionsError
+    RedisTimeoutError,
+    ClusterDownError,  # includes MasterDownError
+    ClusterError,
+    TryAgainError,
+    ReadOnlyError,
+    RedisClusterException,  # our scripts never cross slots: this is topology trouble
+    OSError,
+)
+
+_CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+
+def _cluster_defaults() -> dict[str, Any]:
+    """Client settings that fail fast and recover within seconds of a failover."""
+    return {
+        "socket_timeout": 1.0,
+        "socket_connect_timeout": 0.5,
+        "retry": Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), retries=3),
+        "max_connections": 1024,
+    }
+
+
+def _escape(text: str, specials: str) -> str:
+    """Percent-escape ``%`` and ``specials`` so joined key parts stay unambiguous."""
+    for char in "%" + specials:
+        text = text.replace(char, f"%{ord(char):02X}")
+    return text
+
+
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    """Turn connection and cluster-topology errors into ``StoreUnavailable``."""
+    try:
+        yield
+    except _UNAVAILABLE as exc:
+        # The class name only: messages may carry addresses; the cause keeps detail.
+        raise StoreUnavailable(f"Redis is unavailable ({type(exc).__name__})") from exc
+
+
+class RedisStore(Store):
+    """A ``Store`` on a ready ``redis.asyncio`` client (``Redis`` or ``RedisCluster``).
+
+    Args:
+        client: A client with ``decode_responses=False``; the store does not close it.
+        namespace: Prefix of every key; must not contain ``{`` or ``}``.
+        clock: Unix time in seconds; the contract's notion of now.
+    """
+
+    def __init__(
+        self,
+        client: Redis | RedisCluster,
+        *,
+        namespace: str = "mcp-handles",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if "{" in namespace or "}" in namespace:
+            raise ValueError("namespace must not contain '{' or '}' (hash tag syntax)")
+        if client.get_encoder().decode_responses:
+            raise ValueError("RedisStore needs a client with decode_responses=False")
+        self.client = client
+        self.namespace = namespace
+        self._clock = clock
+        self._owns_client = False
+        self._create = client.register_script(_redis_lua.CREATE)
+        self._get = client.register_script(_redis_lua.GET)
+        self._replace = client.register_script(_redis_lua.REPLACE)
+        self._delete = client.register_script(_redis_lua.DELETE)
+        self._list = client.register_script(_redis_lua.LIST)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        namespace: str = "mcp-handles",
+        clock: Callable[[], float] = time.time,
+        **client_kwargs: Any,
+    ) -> RedisStore:
+        """Build a store that owns its client; ``aclose()`` closes it.
+
+        ``redis://``, ``rediss://`` and ``unix://`` URLs give a ``Redis`` client on a
+        blocking pool (at most 64 connections; a call waits up to 5 s for one).
+        ``redis+cluster://host:port`` and ``rediss+cluster://`` give a
+        ``RedisCluster`` that fails fast while a failover is in progress.
+        ``client_kwargs`` override these defaults.
+        """
+        scheme, _, rest = url.partition("://")
+        client: Redis | RedisCluster
+        if scheme in _CLUSTER_SCHEMES:
+            kwargs = _cluster_defaults() | client_kwargs
+            client = RedisCluster.from_url(f"{_CLUSTER_SCHEMES[scheme]}://{rest}", **kwargs)
+        else:
+            kwargs = {"max_connections": 64, "timeout": 5.0} | client_kwargs
+            client = Redis.from_pool(BlockingConnectionPool.from_url(url, **kwargs))
+        store = cls(client, namespace=namespace, clock=clock)
+        store._owns_client = True
+        return store
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            self._owns_client = False
+            await self.client.aclose()
+
+    async def create(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        expires_at: float,
+        limit: int | None = None,
+    ) -> Record | None:
+        now = self._clock()
+        px, limit_arg = _px(expires_at, now), "" if limit is None else limit
+        args = (value, _time(expires_at), px, limit_arg)
+        status = await self._run(self._create, owner, group, key, now, *args)
+        if status == -1:
+            raise LimitExceeded(limit or 0)
+        return Record(value, 1, expires_at) if status == 1 else None
+
+    async def get(
+        self, owner: str, group: str, key: str, *, renew_until: float | None = None
+    ) -> Record | None:
+        now = self._clock()
+        renew = ("", 0) if renew_until is None else (_time(renew_until), _px(renew_until, now))
+        fields = await self._run(self._get, owner, group, key, now, *renew)
+        return None if fields is None else _record(fields)
+
+    async def replace(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> Record | None:
+        now = self._clock()
+        args = (value, version, _time(expires_at), _px(expires_at, now))
+        new = await self._run(self._replace, owner, group, key, now, *args)
+        return None if new is None else Record(value, int(new), expires_at)
+
+    async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
+        expected = "" if version is None else version
+        return bool(await self._run(self._delete, owner, group, key, self._clock(), expected))
+
+    async def list(self, owner: str, group: str) -> dict[str, Record]:
+        prefix, index = self._keys(owner, group)
+        with _unavailable():
+            flat = await self._list(keys=[index], args=[_time(self._clock()), prefix])
+        return {flat[i].decode(): _record(flat[i + 1 : i + 4]) for i in range(0, len(flat), 4)}
+
+    async def _run(
+        self, script: AsyncScript, owner: str, group: str, key: str, now: float, *args: EncodableT
+    ) -> Any:
+        """Run a record script: ``KEYS = [record, index]``, ``ARGV = [now, key, *args]``."""
+        prefix, index = self._keys(owner, group)
+        with _unavailable():
+            return await script(keys=[prefix + key, index], args=[_time(now), key, *args])
+
+    def _keys(self, owner: str, group: str) -> tuple[str, str]:
+        """The record key prefix and the index key of ``(owner, group)``."""
+        # An empty tag would hash the whole key; "%" alone is no escaped string.
+        base = f"{self.namespace}:{{{_escape(owner, '{}') or '%'}}}"
+        group = _escape(group, ":")
+        return f"{base}:r:{group}:", f"{base}:i:{group}"
+
+
+def _px(expires_at: float, now: float) -> int:
+    """Milliseconds to live, rounded up so Redis never drops a record early."""
+    return math.ceil((expires_at - now) * 1000)
+
+
+def _time(seconds: float) -> str:
+    """A time as the exact decimal string the scripts store and compare."""
+    return repr(float(seconds))
+
+
+def _record(fields: Sequence[bytes]) -> Record:
+    version, value, expires_at = fields
+    return Record(value, int(version), float(expires_at))
