@@ -15,9 +15,11 @@ S = TypeVar("S", bound=BaseModel)
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Handle(Generic[S]):
-    """One handle as last read or written.
+    """One handle as last read or written: a snapshot, changing it stores nothing.
+
+    (Not frozen: a frozen dataclass costs a microsecond more per tool call.)
 
     Attributes:
         id: The opaque id the model passes back (``bsk_…``).

@@ -65,7 +65,7 @@ class Writer:
                 raise await self._guard.gone(owner, kind, handle_id)
             state = kind.model.model_validate_json(record.value)
             result = fn(state)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 result = await result
             now = self._clock()
             expires = kind.lifetime.deadline(created, now)
