@@ -21,9 +21,10 @@ own, never by scanning everything on each call.
 Versions start at 1 and grow by one on each successful ``replace``.
 
 Errors: a backend raises ``StoreUnavailable`` when it cannot reach its storage
-(a transient condition: the caller may retry) and ``LimitExceeded`` from ``create``
-when the owner already has ``limit`` live records in the group. Every other
-outcome is a return value.
+(a transient condition: the caller may retry; a write that raised it may or may
+not have been applied) and ``LimitExceeded`` from ``create`` when the owner
+already has ``limit`` live records in the group. Every other outcome is a
+return value.
 """
 
 from __future__ import annotations
