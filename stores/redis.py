@@ -14,21 +14,30 @@ index is trimmed lazily by ``create`` and ``list``.
 
 ``redis.asyncio`` runs on asyncio only (not trio).
 
+The clients that ``from_url`` builds never resend a script after a connection
+error or a timeout: the script may have run, and running a write twice would
+turn a success into a conflict (``create`` returning ``None``, ``replace``
+refusing its own version). The store raises ``StoreUnavailable`` instead, and
+the caller decides. A client passed in keeps its own retry settings.
+
 Failover (Redis Cluster, or a replicated primary): Redis replicates
 asynchronously, and a method returns once the primary has applied it. A write
 acknowledged just before the primary dies can be missing on the replica that
 takes over: a created record may be absent, a ``replace`` may be undone (the
-record is back at the previous version, so a later ``replace`` with the newer
-version returns ``None``), a deleted record may reappear. Reads never return a
-state that was not written, versions never go back for a client that has not
-seen the lost write, and operations raise ``StoreUnavailable`` until the new
-primary is known, then succeed on the same store object. To make a write
-durable on replicas before trusting it, an application can follow it with
-``WAIT numreplicas timeout`` on the owner's slot (this store does not).
+record is back at the previous version and value, and a ``replace`` at the
+version the client last saw returns ``None``), a deleted record may reappear.
+What is guaranteed: every record read was written by some method call, versions
+and values stay paired, expiry still holds, and once the cluster has promoted
+the replica (about twice ``cluster-node-timeout``) the same store object works
+again; meanwhile methods raise ``StoreUnavailable``. ``WAIT numreplicas
+timeout`` sent to the owner's primary after a write would narrow the window (at
+the cost of a second round trip and a replica's latency); this store does not
+send it, and even with it Redis promises no strong consistency.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -38,7 +47,7 @@ from typing import Any
 try:
     from redis.asyncio import BlockingConnectionPool, Redis
     from redis.asyncio.cluster import RedisCluster
-    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.backoff import NoBackoff
     from redis.commands.core import AsyncScript
     from redis.exceptions import (
         ClusterDownError,
@@ -74,11 +83,11 @@ _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 
 def _cluster_defaults() -> dict[str, Any]:
-    """Client settings that fail fast and recover within seconds of a failover."""
+    """Cluster client settings: fail fast while a failover is in progress, never resend."""
     return {
         "socket_timeout": 1.0,
         "socket_connect_timeout": 0.5,
-        "retry": Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), retries=3),
+        "retry": Retry(NoBackoff(), retries=0),
         "max_connections": 1024,
     }
 
@@ -124,6 +133,8 @@ class RedisStore(Store):
         self.namespace = namespace
         self._clock = clock
         self._owns_client = False
+        self._discovered = not isinstance(client, RedisCluster)
+        self._discovering = asyncio.Lock()
         self._create = client.register_script(_redis_lua.CREATE)
         self._get = client.register_script(_redis_lua.GET)
         self._replace = client.register_script(_redis_lua.REPLACE)
@@ -212,6 +223,7 @@ class RedisStore(Store):
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         prefix, index = self._keys(owner, group)
         with _unavailable():
+            await self._discover()
             flat = await self._list(keys=[index], args=[_time(self._clock()), prefix])
         return {flat[i].decode(): _record(flat[i + 1 : i + 4]) for i in range(0, len(flat), 4)}
 
@@ -221,7 +233,21 @@ class RedisStore(Store):
         """Run a record script: ``KEYS = [record, index]``, ``ARGV = [now, key, *args]``."""
         prefix, index = self._keys(owner, group)
         with _unavailable():
+            await self._discover()
             return await script(keys=[prefix + key, index], args=[_time(now), key, *args])
+
+    async def _discover(self) -> None:
+        """Learn a cluster's topology once, before concurrent first calls race to.
+
+        redis-py 8.1's ``RedisCluster`` drops in-flight connections when several
+        calls start on a fresh client at once; one ``initialize()`` first avoids it.
+        """
+        if not self._discovered:
+            async with self._discovering:
+                if not self._discovered:
+                    assert isinstance(self.client, RedisCluster)
+                    await self.client.initialize()
+                    self._discovered = True
 
     def _keys(self, owner: str, group: str) -> tuple[str, str]:
         """The record key prefix and the index key of ``(owner, group)``."""

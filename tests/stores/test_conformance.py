@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 
 import fakeredis
@@ -10,6 +11,7 @@ import pytest
 from stores import MemoryStore
 from stores.redis import RedisStore
 from stores.testing import ManualClock, StoreConformance, StoreHarness
+from tests.redis_fixtures import RedisCluster, RedisServer
 
 
 class TestMemoryStore(StoreConformance):
@@ -32,3 +34,33 @@ class TestRedisStoreOnFakeredis(StoreConformance):
         async with RedisStore(client, clock=clock) as store:
             yield StoreHarness(store, clock)
         await client.aclose()
+
+
+@pytest.mark.redis
+class TestRedisStoreOnRedisServer(StoreConformance):
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        return "asyncio"
+
+    @pytest.fixture
+    async def store_harness(self, redis_server: RedisServer) -> AsyncIterator[StoreHarness]:
+        clock = ManualClock()
+        namespace = f"test-{uuid.uuid4().hex}"
+        async with RedisStore.from_url(redis_server.url, namespace=namespace, clock=clock) as store:
+            yield StoreHarness(store, clock)
+
+
+@pytest.mark.redis
+class TestRedisStoreOnRedisCluster(StoreConformance):
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        return "asyncio"
+
+    @pytest.fixture
+    async def store_harness(self, redis_cluster: RedisCluster) -> AsyncIterator[StoreHarness]:
+        clock = ManualClock()
+        namespace = f"test-{uuid.uuid4().hex}"
+        async with RedisStore.from_url(
+            redis_cluster.url, namespace=namespace, clock=clock
+        ) as store:
+            yield StoreHarness(store, clock)
