@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -52,6 +52,9 @@ class Tool:
     output: Output
     injected: dict[str, type] = field(default_factory=dict)
     in_thread: bool = False
+    #: Argument-model field name -> parameter name, for parameters pydantic cannot
+    #: hold under their own name (``_private``, ``schema``, ``model_config``...).
+    renamed: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_function(
@@ -71,7 +74,7 @@ class Tool:
         _check_name(name)
         signature = inspect.signature(fn, eval_str=True)
         summary, arg_docs = split_docstring(inspect.getdoc(fn) or "")
-        arguments, injected = _arguments_model(name, signature, arg_docs)
+        arguments, injected, renamed = _arguments_model(name, signature, arg_docs)
         output = output_for(name, signature.return_annotation)
         definition = _definition(name, title, description or summary, arguments, output)
         _add_optional(definition, annotations, icons, meta)
@@ -84,6 +87,7 @@ class Tool:
             output,
             injected,
             not is_async and in_thread is not False,
+            renamed,
         )
 
     async def call(self, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
@@ -92,7 +96,7 @@ class Tool:
             parsed = self.arguments.__pydantic_validator__.validate_python(arguments)
         except ValidationError as exc:
             return _error(f"Input validation error in {self.name}: {describe_errors(exc)}.")
-        kwargs = dict(parsed.__dict__)
+        kwargs = {self.renamed.get(key, key): value for key, value in parsed.__dict__.items()}
         for param, kind in self.injected.items():
             kwargs[param] = context if kind is Context else context.principal
         try:
@@ -134,9 +138,10 @@ def _check_name(name: str) -> None:
 
 def _arguments_model(
     tool: str, signature: inspect.Signature, docs: dict[str, str]
-) -> tuple[type[BaseModel], dict[str, type]]:
+) -> tuple[type[BaseModel], dict[str, type], dict[str, str]]:
     fields: dict[str, Any] = {}
     injected: dict[str, type] = {}
+    renamed: dict[str, str] = {}
     for param in signature.parameters.values():
         annotation = param.annotation
         if annotation in (Context, Principal):
@@ -147,10 +152,25 @@ def _arguments_model(
         if annotation is inspect.Parameter.empty:
             raise ValueError(f"tool {tool!r}: parameter {param.name!r} needs a type annotation")
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (annotation, _described(default, docs.get(param.name)))
+        doc = None if _has_description(annotation) else docs.get(param.name)
+        key = param.name
+        if key.startswith("_") or hasattr(BaseModel, key):
+            # pydantic drops, rejects or warns about these as field names: alias them.
+            key = f"field_{len(fields)}_"
+            while key in signature.parameters:
+                key += "_"
+            renamed[key] = param.name
+            annotation = Annotated[annotation, Field(alias=param.name)]
+        fields[key] = (annotation, _described(default, doc))
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
     model = create_model(f"{tool}Arguments", __config__=config, **fields)
-    return model, injected
+    return model, injected, renamed
+
+
+def _has_description(annotation: Any) -> bool:
+    """Whether ``Annotated[..., Field(description=...)]`` already describes the parameter."""
+    metadata = getattr(annotation, "__metadata__", ())
+    return any(isinstance(item, FieldInfo) and item.description for item in metadata)
 
 
 def _described(default: Any, doc: str | None) -> Any:
