@@ -3,9 +3,10 @@ from __future__ import annotations
 import pytest
 
 from handles.errors import HandleError, HandleExpired, UnknownHandle, WrongKind
+from handles.manager import HandleManager
 from handles.principal import Principal
 
-from .support import ALICE, BASKET, BOB, CART, TICKET, Basket, make_env
+from .support import ALICE, BASKET, BOB, CART, KEY, KINDS, TICKET, Basket, make_env
 
 pytestmark = pytest.mark.anyio
 
@@ -58,3 +59,33 @@ async def test_foreign_text_does_not_depend_on_the_record() -> None:
             await env.manager.get(BOB, BASKET, live.id)
         texts.add((caught.value.code, str(caught.value)))
     assert texts == {("unknown", str(UnknownHandle(BASKET, live.id)))}
+
+
+async def test_every_single_character_change_reads_unknown_without_store_calls() -> None:
+    env = make_env()
+    handle = await env.manager.create(ALICE, BASKET)
+    env.store.calls.clear()
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    for position in range(len(handle.id)):
+        for char in alphabet:
+            if char == handle.id[position]:
+                continue
+            forged = handle.id[:position] + char + handle.id[position + 1 :]
+            with pytest.raises(UnknownHandle):
+                await env.manager.get(ALICE, BASKET, forged)
+    assert sum(env.store.calls.values()) == 0
+
+
+async def test_key_rotation_through_the_manager() -> None:
+    env = make_env()
+    old, new = KEY, b"n" * 32
+    created = await env.manager.create(ALICE, BASKET)
+    rotating = HandleManager(env.store, KINDS, secret_keys=[old, new], clock=env.clock)
+    assert (await rotating.get(ALICE, BASKET, created.id)).id == created.id
+    fresh = await rotating.create(ALICE, BASKET)
+    rotated = HandleManager(env.store, KINDS, secret_keys=[new], clock=env.clock)
+    assert (await rotated.get(ALICE, BASKET, fresh.id)).id == fresh.id
+    with pytest.raises(UnknownHandle):
+        await rotated.get(ALICE, BASKET, created.id)
+    with pytest.raises(UnknownHandle):  # a wrong key, however the store looks
+        await HandleManager(env.store, KINDS, secret_keys=b"w" * 32).get(ALICE, BASKET, fresh.id)
