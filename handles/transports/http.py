@@ -1,0 +1,255 @@
+"""Streamable HTTP: the MCP server as a plain ASGI app, for both protocol eras.
+
+``http_app(server)`` answers ``POST <path>`` and mounts in any ASGI server or
+framework; ``serve_http(server)`` runs it with uvicorn (the ``http`` extra).
+It is stateless: every request gets a fresh ``Connection`` and no session id.
+The ``MCP-Protocol-Version`` header picks the era of each request. Replies are
+JSON, or SSE for a request whose tool reports progress; a client that closes
+that stream cancels the tool.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import anyio
+
+from ..auth import WELL_KNOWN, BearerAuth, Challenge, TokenVerifier
+from ..jsonrpc import Message, ProtocolError, error_response, parse
+from ..principal import Principal
+from ..server import Connection, Server
+from .http_checks import (
+    DEFAULT_ALLOWED_HOSTS,
+    DEFAULT_ALLOWED_ORIGINS,
+    AllowList,
+    accepted,
+    check_modern_headers,
+    request_era,
+    status_for,
+)
+from .http_reply import (
+    Receive,
+    Reply,
+    Scope,
+    Send,
+    drain_body,
+    header_map,
+    lifespan,
+    reject,
+    send_json,
+    send_response,
+)
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "HttpApp", "http_app", "serve_http"]
+
+logger = logging.getLogger("handles.transports.http")
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+_DRAIN_BYTES = 64 * 1024 * 1024
+_ALLOW_POST = [(b"allow", b"POST")]
+_ALLOW_GET = [(b"allow", b"GET")]
+_CLOSE = [(b"connection", b"close")]
+_JSON = (b"content-type", b"application/json")
+_METADATA_HEADERS = [_JSON, (b"cache-control", b"public, max-age=3600")]
+
+
+def http_app(
+    server: Server,
+    *,
+    path: str = "/mcp",
+    verifier: TokenVerifier | None = None,
+    resource_url: str | None = None,
+    authorization_servers: Iterable[str] = (),
+    required_scopes: Iterable[str] = (),
+    allowed_hosts: Iterable[str] = DEFAULT_ALLOWED_HOSTS,
+    allowed_origins: Iterable[str] = DEFAULT_ALLOWED_ORIGINS,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    principal: Principal | None = None,
+) -> HttpApp:
+    """The ASGI app serving ``server`` at ``path``.
+
+    Args:
+        server: The MCP server.
+        path: The endpoint's path.
+        verifier: Checks bearer tokens; each request is then served as the
+            token's principal. Without one, every request is ``principal``.
+        resource_url: This endpoint's public URL, the audience tokens must be
+            issued for; required with ``verifier``.
+        authorization_servers: Where clients get tokens (RFC 9728 metadata).
+        required_scopes: Scopes every request's token must carry (else 403).
+        allowed_hosts: ``Host`` values served; an entry without a port allows
+            any port, ``"*"`` allows all. Others get 403 (DNS rebinding).
+        allowed_origins: ``Origin`` values served (same syntax); requests
+            without an ``Origin`` (not from a browser) are always served.
+        max_body_bytes: Larger request bodies get 413.
+        principal: The caller when there is no verifier; by default
+            ``Principal.from_environment()``.
+
+    Raises:
+        ValueError: ``verifier`` without an absolute ``resource_url``.
+    """
+    auth = None
+    if verifier is not None:
+        if resource_url is None:
+            raise ValueError("http_app(verifier=...) needs resource_url, this endpoint's URL")
+        auth = BearerAuth(
+            verifier, resource_url, tuple(authorization_servers), tuple(required_scopes)
+        )
+    return HttpApp(
+        server,
+        path=path,
+        auth=auth,
+        allowed_hosts=AllowList(allowed_hosts),
+        allowed_origins=AllowList(allowed_origins),
+        max_body_bytes=max_body_bytes,
+        principal=principal or Principal.from_environment(),
+    )
+
+
+class HttpApp:
+    """The ASGI application ``http_app`` builds; see there for the options."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        path: str,
+        auth: BearerAuth | None,
+        allowed_hosts: AllowList,
+        allowed_origins: AllowList,
+        max_body_bytes: int,
+        principal: Principal,
+    ) -> None:
+        self.server, self.path, self.auth, self.principal = server, path, auth, principal
+        self._hosts, self._origins = allowed_hosts, allowed_origins
+        self._limit = max_body_bytes
+        self._metadata_paths = {WELL_KNOWN, WELL_KNOWN + path.rstrip("/")}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "lifespan":
+            await lifespan(receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = header_map(scope)
+        declared = headers.get("content-length", "0")
+        if declared.isdigit() and int(declared) > _DRAIN_BYTES:
+            await reject(send, 413, "Request Entity Too Large", _CLOSE)
+            return
+        body = await drain_body(receive, self._limit, _DRAIN_BYTES)
+        if not self._trusted(headers):
+            await reject(send, 403, "Forbidden: this Host or Origin is not allowed")
+        elif scope["path"] in self._metadata_paths and self.auth is not None:
+            await self._metadata(scope, send)
+        elif scope["path"] != self.path:
+            await send_response(send, 404, b"Not Found", [(b"content-type", b"text/plain")])
+        elif scope["method"] != "POST":
+            await reject(send, 405, "Method Not Allowed: send JSON-RPC with POST", _ALLOW_POST)
+        elif isinstance(body, int):
+            close = _CLOSE if body > _DRAIN_BYTES else None
+            await reject(send, 413, f"Request Entity Too Large: over {self._limit} bytes", close)
+        else:
+            await self._post(body, headers, receive, send)
+
+    def _trusted(self, headers: dict[str, str]) -> bool:
+        host, origin = headers.get("host"), headers.get("origin")
+        return (host is None or self._hosts.allows(host)) and (
+            origin is None or self._origins.allows(origin)
+        )
+
+    async def _metadata(self, scope: Scope, send: Send) -> None:
+        assert self.auth is not None
+        if scope["method"] in ("GET", "HEAD"):
+            await send_response(send, 200, self.auth.metadata_document, _METADATA_HEADERS)
+        else:
+            await reject(send, 405, "Method Not Allowed: use GET", _ALLOW_GET)
+
+    async def _post(
+        self, body: bytes, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        principal = await self._caller(headers, send)
+        if principal is None:
+            return
+        accept = accepted(headers.get("accept"))
+        if not (accept.json or accept.sse):
+            await reject(send, 406, "Not Acceptable: accept application/json or text/event-stream")
+            return
+        try:
+            message = parse(body)
+            era, version = request_era(headers.get("mcp-protocol-version"), message)
+            if era == "modern":
+                method, name = headers.get("mcp-method"), headers.get("mcp-name")
+                check_modern_headers(message, version, method, name)
+        except ProtocolError as exc:
+            await send_json(send, 400, error_response(exc.id, exc))
+            return
+        if "id" not in message:
+            await send_response(send, 202)
+            return
+        connection = Connection(principal, era, version)
+        reply = Reply(send, json=accept.json, sse=accept.sse)
+        if message["method"] == "tools/call":
+            response = await _cancellable(self.server, message, connection, reply, receive)
+        else:
+            response = await self.server.handle(message, connection, reply.notify)
+        if response is not None:
+            await reply.finish(status_for(response, era), response)
+
+    async def _caller(self, headers: dict[str, str], send: Send) -> Principal | None:
+        """The request's principal; ``None`` once a challenge has been sent."""
+        if self.auth is None:
+            return self.principal
+        outcome = await self.auth.authenticate(headers.get("authorization"))
+        if isinstance(outcome, Challenge):
+            challenge = [_JSON, (b"www-authenticate", outcome.www_authenticate.encode())]
+            await send_response(send, outcome.status, outcome.body, challenge)
+            return None
+        return outcome
+
+
+async def _cancellable(
+    server: Server, message: Message, connection: Connection, reply: Reply, receive: Receive
+) -> Message | None:
+    """Run a tool call; ``None`` if the client went away first (the call is cancelled)."""
+    response: Message | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)
+        response = await server.handle(message, connection, reply.notify)
+        tg.cancel_scope.cancel()
+    return response
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    logger.debug("the client closed the connection; cancelling its tool call")
+    scope.cancel()
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    **app_options: Any,
+) -> None:
+    """Serve ``server`` over HTTP with uvicorn until interrupted (asyncio only).
+
+    ``app_options`` are those of ``http_app``. With a ``verifier`` and no
+    ``resource_url``, the resource URL is ``http://{host}:{port}{path}``.
+
+    Raises:
+        ImportError: uvicorn is not installed (``pip install mcp-handles[http]``).
+    """
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError("serve_http needs uvicorn: install mcp-handles[http]") from exc
+    if app_options.get("verifier") is not None and app_options.get("resource_url") is None:
+        app_options["resource_url"] = f"http://{host}:{port}{app_options.get('path', '/mcp')}"
+    app = http_app(server, **app_options)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    await uvicorn.Server(config).serve()

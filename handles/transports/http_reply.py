@@ -1,0 +1,146 @@
+"""ASGI plumbing for the HTTP transport: reading bodies, plain replies, the JSON-or-SSE reply.
+
+A request's reply starts as JSON. If the handler sends a notification (progress)
+before it finishes, the reply commits to ``text/event-stream``: the
+notifications go out as SSE events as they come, then the final response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ..jsonrpc import INVALID_REQUEST, Message, ProtocolError, dumps, error_response
+
+__all__ = [
+    "Receive",
+    "Reply",
+    "Scope",
+    "Send",
+    "drain_body",
+    "header_map",
+    "lifespan",
+    "reject",
+    "send_json",
+    "send_response",
+]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+_JSON = (b"content-type", b"application/json")
+_SSE_HEADERS: Headers = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+async def send_response(
+    send: Send, status: int, body: bytes = b"", headers: Headers | None = None
+) -> None:
+    """Send a whole response; ``headers`` should name the content type of a body."""
+    all_headers = [(b"content-length", str(len(body)).encode())]
+    if headers:
+        all_headers += headers
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(send: Send, status: int, message: Any, headers: Headers | None = None) -> None:
+    """Send ``message`` as a compact JSON body."""
+    await send_response(send, status, dumps(message), [_JSON, *(headers or ())])
+
+
+async def reject(send: Send, status: int, text: str, headers: Headers | None = None) -> None:
+    """Refuse a request before it reaches the server: a JSON-RPC error with no id."""
+    error = error_response(None, ProtocolError(INVALID_REQUEST, text))
+    await send_json(send, status, error, headers)
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """The request headers by (lower-case) name; of repeated headers, the last wins."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+
+
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Answer the ASGI lifespan protocol: nothing to start or stop."""
+    while True:
+        event = await receive()
+        if event["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif event["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def drain_body(receive: Receive, limit: int, hard_limit: int) -> bytes | int:
+    """Read the whole request body: the bytes, or its size once it exceeds ``limit``.
+
+    Past ``limit`` the bytes are read and dropped, so the connection stays usable
+    for the next request; past ``hard_limit`` reading stops (the caller closes).
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        event = await receive()
+        if event["type"] != "http.request":
+            return size if size > limit else b"".join(chunks)
+        chunk: bytes = event.get("body", b"")
+        size += len(chunk)
+        if size <= limit:
+            chunks.append(chunk)
+        elif size > hard_limit:
+            return size
+        if not event.get("more_body", False):
+            return size if size > limit else b"".join(chunks)
+
+
+class Reply:
+    """One request's reply: JSON, unless notifications come first, then SSE.
+
+    ``sse`` says whether the client accepts SSE (without it notifications are
+    dropped); ``json`` whether it accepts JSON (without it the reply is SSE).
+    """
+
+    __slots__ = ("_closed", "_json", "_send", "_sse", "_streaming")
+
+    def __init__(self, send: Send, *, json: bool = True, sse: bool = True) -> None:
+        self._send, self._json, self._sse = send, json, sse
+        self._streaming = False
+        self._closed = False
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the reply has committed to SSE."""
+        return self._streaming
+
+    async def notify(self, message: Message) -> None:
+        """Send a notification now, as an SSE event (committing to SSE if needed)."""
+        if self._closed or not self._sse:
+            return
+        if not self._streaming:
+            await self._start_stream()
+        await self._send({"type": "http.response.body", "body": _event(message), "more_body": True})
+
+    async def finish(self, status: int, response: Message) -> None:
+        """Send the final response: as the last SSE event, or as the JSON body."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._streaming and self._json:
+            await send_json(self._send, status, response)
+            return
+        if not self._streaming:
+            await self._start_stream(status)
+        await self._send({"type": "http.response.body", "body": _event(response)})
+
+    async def _start_stream(self, status: int = 200) -> None:
+        self._streaming = True
+        await self._send({"type": "http.response.start", "status": status, "headers": _SSE_HEADERS})
+
+
+def _event(message: Message) -> bytes:
+    return b"event: message\ndata: " + dumps(message) + b"\n\n"
