@@ -1,26 +1,23 @@
-"""The manager on ``RedisStore``: fakeredis always, a real redis-server when installed.
+"""The manager on ``RedisStore``: fakeredis always, and a real redis-server (marked redis).
 
 ``redis.asyncio`` runs on asyncio only, so these tests do not run on trio.
 """
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import sys
-import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import fakeredis
 import pytest
-import redis
 
 from handles.manager import HandleManager
 from stores.redis import RedisStore
+from tests.redis_fixtures import RedisServer
 
 from .support import ALICE, BASKET, KEY, KINDS, Basket
 
@@ -36,15 +33,17 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-async def fake_server() -> AsyncIterator[fakeredis.FakeServer]:
-    yield fakeredis.FakeServer()
+def fake_server() -> fakeredis.FakeServer:
+    return fakeredis.FakeServer()
 
 
-def fake_store(server: fakeredis.FakeServer) -> RedisStore:
+@asynccontextmanager
+async def fake_store(server: fakeredis.FakeServer) -> AsyncIterator[RedisStore]:
+    """A store on its own client (its own connections) to ``server``."""
     client = fakeredis.FakeAsyncRedis(server=server, max_connections=256)
-    store = RedisStore(client)
-    store._owns_client = True  # close the client with the store
-    return store
+    async with RedisStore(client) as store:
+        yield store
+    await client.aclose()
 
 
 def bump(basket: Basket) -> None:
@@ -82,39 +81,9 @@ async def test_two_clients_on_one_fakeredis_lose_nothing(
         assert (got.state.count, got.version) == (N, N + 1)
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("needs redis-server (e.g. apt-get install redis-server)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    directory = tmp_path_factory.mktemp("redis")
-    arguments = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory]
-    process = subprocess.Popen(
-        [binary, *map(str, arguments)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        client = redis.Redis(port=port, socket_timeout=1)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        client.close()
-        yield f"redis://127.0.0.1:{port}"
-    finally:
-        process.kill()
-        process.wait()
-
-
 @pytest.mark.redis
-async def test_two_processes_on_a_real_redis_lose_nothing(redis_url: str) -> None:
+async def test_two_processes_on_a_real_redis_lose_nothing(redis_server: RedisServer) -> None:
+    redis_url = redis_server.url
     namespace = f"test-{uuid.uuid4().hex}"
     async with RedisStore.from_url(redis_url, namespace=namespace) as store:
         manager = HandleManager(store, KINDS, secret_keys=KEY)
