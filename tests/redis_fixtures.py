@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 __all__ = [
     "RedisCluster",
@@ -48,7 +50,7 @@ class RedisServer:
 
     def client(self) -> redis.Redis:
         """A synchronous client, for setting up and inspecting."""
-        return redis.Redis(port=self.port, socket_timeout=5)
+        return redis.Redis(port=self.port, socket_timeout=5, retry=Retry(NoBackoff(), 0))
 
     def kill(self) -> None:
         """Stop the process at once (SIGKILL), as a crash would."""
@@ -72,7 +74,7 @@ class RedisCluster:
         """The node that currently serves ``key``'s slot."""
         for node in self.nodes:
             if node.process.poll() is None:
-                slots = node.client().execute_command("CLUSTER", "SLOTS")
+                slots = node.client().cluster("SLOTS")
                 break
         slot = redis.crc.key_slot(key.encode())
         for start, end, primary, *_ in slots:
@@ -131,6 +133,8 @@ def _start(binary: str, directory: Path, port: int, args: tuple[str, ...]) -> Re
 def _pings(server: RedisServer) -> bool:
     try:
         return bool(server.client().ping())
+    except (redis.AuthenticationError, redis.ResponseError):
+        return True  # it answers, if only to ask for a password
     except redis.ConnectionError:
         return False
 
