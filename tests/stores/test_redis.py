@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterable
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,6 +27,7 @@ from tests.redis_fixtures import RedisServer, free_ports, running_redis_server
 pytestmark = pytest.mark.anyio
 
 TTL = 100.0
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture
@@ -233,3 +237,17 @@ async def test_unavailable_when_no_cluster_answers() -> None:
     async with RedisStore.from_url(f"redis+cluster://127.0.0.1:{port}") as store:
         with anyio.fail_after(10), pytest.raises(StoreUnavailable):
             await store.get("o", "g", "k")
+
+
+async def test_two_processes_lose_no_update(redis_server: RedisServer) -> None:
+    namespace = f"processes-{uuid.uuid4().hex}"
+    async with RedisStore.from_url(redis_server.url, namespace=namespace) as store:
+        await store.create("o", "g", "k", b"", expires_at=time.time() + 600)
+        worker = [sys.executable, "-m", "tests.stores.cas_worker", redis_server.url, namespace]
+        async with anyio.create_task_group() as tg:
+            for name in "ab":
+                tg.start_soon(partial(anyio.run_process, [*worker, name, "100"], cwd=ROOT))
+        record = await store.get("o", "g", "k")
+    assert record is not None and record.version == 201
+    expected = {f"{name}{item}" for name in "ab" for item in range(100)}
+    assert sorted(record.value.decode().split(",")[:-1]) == sorted(expected)
