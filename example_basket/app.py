@@ -209,6 +209,11 @@ def build_server(
             raise ToolError(f"Basket {basket.id} is empty; call add_item first.")
         total = _total(basket.state)
         if not (confirm or _confirmed(ctx)):
+            if "confirm" in (ctx.input_responses or {}):
+                raise ToolError(
+                    f"The user did not confirm the order, so nothing was ordered; basket "
+                    f"{basket.id} is still open."
+                )
             if "elicitation" in ctx.client_capabilities:
                 return _ask_to_confirm(basket.id, total)
             raise ToolError(
