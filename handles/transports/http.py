@@ -5,7 +5,7 @@ framework; ``serve_http(server)`` runs it with uvicorn (the ``http`` extra).
 It is stateless: every request gets a fresh ``Connection`` and no session id.
 The ``MCP-Protocol-Version`` header picks the era of each request. Replies are
 JSON, or SSE for a request whose tool reports progress; a client that closes
-that stream cancels the tool.
+that stream (or leaves before it starts) cancels the tool.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from .http_checks import (
 from .http_reply import (
     Receive,
     Reply,
+    RequestHeaders,
     Scope,
     Send,
     drain_body,
-    header_map,
     lifespan,
     reject,
     send_json,
@@ -133,8 +133,8 @@ class HttpApp:
             await lifespan(receive, send)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = header_map(scope)
-        declared = headers.get("content-length", "0")
+        headers = RequestHeaders(scope)
+        declared = headers.get(b"content-length") or "0"
         if declared.isdigit() and int(declared) > _DRAIN_BYTES:
             await reject(send, 413, "Request Entity Too Large", _CLOSE)
             return
@@ -153,8 +153,8 @@ class HttpApp:
         else:
             await self._post(body, headers, receive, send)
 
-    def _trusted(self, headers: dict[str, str]) -> bool:
-        host, origin = headers.get("host"), headers.get("origin")
+    def _trusted(self, headers: RequestHeaders) -> bool:
+        host, origin = headers.get(b"host"), headers.get(b"origin")
         return (host is None or self._hosts.allows(host)) and (
             origin is None or self._origins.allows(origin)
         )
@@ -167,20 +167,20 @@ class HttpApp:
             await reject(send, 405, "Method Not Allowed: use GET", _ALLOW_GET)
 
     async def _post(
-        self, body: bytes, headers: dict[str, str], receive: Receive, send: Send
+        self, body: bytes, headers: RequestHeaders, receive: Receive, send: Send
     ) -> None:
         principal = await self._caller(headers, send)
         if principal is None:
             return
-        accept = accepted(headers.get("accept"))
+        accept = accepted(headers.get(b"accept"))
         if not (accept.json or accept.sse):
             await reject(send, 406, "Not Acceptable: accept application/json or text/event-stream")
             return
         try:
             message = parse(body)
-            era, version = request_era(headers.get("mcp-protocol-version"), message)
+            era, version = request_era(headers.get(b"mcp-protocol-version"), message)
             if era == "modern":
-                method, name = headers.get("mcp-method"), headers.get("mcp-name")
+                method, name = headers.get(b"mcp-method"), headers.get(b"mcp-name")
                 check_modern_headers(message, version, method, name)
         except ProtocolError as exc:
             await send_json(send, 400, error_response(exc.id, exc))
@@ -190,18 +190,18 @@ class HttpApp:
             return
         connection = Connection(principal, era, version)
         reply = Reply(send, json=accept.json, sse=accept.sse)
-        if message["method"] == "tools/call":
+        if accept.sse and _wants_progress(message):
             response = await _cancellable(self.server, message, connection, reply, receive)
         else:
             response = await self.server.handle(message, connection, reply.notify)
         if response is not None:
             await reply.finish(status_for(response, era), response)
 
-    async def _caller(self, headers: dict[str, str], send: Send) -> Principal | None:
+    async def _caller(self, headers: RequestHeaders, send: Send) -> Principal | None:
         """The request's principal; ``None`` once a challenge has been sent."""
         if self.auth is None:
             return self.principal
-        outcome = await self.auth.authenticate(headers.get("authorization"))
+        outcome = await self.auth.authenticate(headers.get(b"authorization"))
         if isinstance(outcome, Challenge):
             challenge = [_JSON, (b"www-authenticate", outcome.www_authenticate.encode())]
             await send_response(send, outcome.status, outcome.body, challenge)
@@ -209,10 +209,19 @@ class HttpApp:
         return outcome
 
 
+def _wants_progress(message: Message) -> bool:
+    meta = message["params"].get("_meta")
+    return isinstance(meta, dict) and meta.get("progressToken") is not None
+
+
 async def _cancellable(
     server: Server, message: Message, connection: Connection, reply: Reply, receive: Receive
 ) -> Message | None:
-    """Run a tool call; ``None`` if the client went away first (the call is cancelled)."""
+    """Handle a request whose reply may stream; ``None`` if the client left (it is cancelled).
+
+    Only these requests watch for a disconnect: a watcher task costs more than a
+    whole small request, and a JSON reply has no stream for the client to close.
+    """
     response: Message | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(_cancel_on_disconnect, receive, tg.cancel_scope)

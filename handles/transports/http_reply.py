@@ -15,10 +15,10 @@ from ..jsonrpc import INVALID_REQUEST, Message, ProtocolError, dumps, error_resp
 __all__ = [
     "Receive",
     "Reply",
+    "RequestHeaders",
     "Scope",
     "Send",
     "drain_body",
-    "header_map",
     "lifespan",
     "reject",
     "send_json",
@@ -60,9 +60,18 @@ async def reject(send: Send, status: int, text: str, headers: Headers | None = N
     await send_json(send, status, error, headers)
 
 
-def header_map(scope: Scope) -> dict[str, str]:
-    """The request headers by (lower-case) name; of repeated headers, the last wins."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+class RequestHeaders:
+    """A request's headers by lower-case name (of repeated ones, the last); decoded when read."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, scope: Scope) -> None:
+        self._raw: dict[bytes, bytes] = dict(scope["headers"])
+
+    def get(self, name: bytes) -> str | None:
+        """The value of header ``name`` (lower-case bytes), or ``None``."""
+        value = self._raw.get(name)
+        return None if value is None else value.decode("latin-1")
 
 
 async def lifespan(receive: Receive, send: Send) -> None:
