@@ -101,7 +101,10 @@ class _Writer:
             line = line[written:]
         self._backlog += line
         if not self._flushing:
-            await self.drain()
+            # Shielded: the backlog holds other tasks' lines too, and a cancelled
+            # drainer would strand them (nothing else flushes until the next send).
+            with anyio.CancelScope(shield=True):
+                await self.drain()
 
     async def drain(self) -> None:
         self._flushing = True
