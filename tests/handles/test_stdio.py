@@ -8,6 +8,7 @@ next test, or as leftover output when the fixture closes stdin at the end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -106,7 +107,9 @@ class RawServer:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        self.stdout.close()
+        for pipe in (self.stdin, self.stdout):
+            with contextlib.suppress(BrokenPipeError):
+                pipe.close()
 
 
 @pytest.fixture(scope="module", params=["asyncio", "trio"])
@@ -533,3 +536,37 @@ def test_exits_by_itself_on_eof_after_answering_an_unterminated_last_line(
         raw.kill()
     assert code == 0
     assert [json.loads(line) for line in rest.splitlines()] == [ok(2, {})]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_cancelling_a_request_mid_write_strands_no_other_reply(
+    tmp_path: Path, backend: str
+) -> None:
+    # "big" answers with far more than a pipe holds, so while this test does not read,
+    # its reply is still being written; "crash" then queues its reply behind it.
+    raw = RawServer(tmp_path / "strand.log", "--backend", backend)
+    size = 1_000_000
+    try:
+        raw.send({"jsonrpc": "2.0", "id": "A", "method": "tools/call", "params": _big(size)})
+        select.select([raw.stdout], [], [], WAIT)
+        raw.buffer = os.read(raw.stdout.fileno(), 1)  # "A" is being written now
+        raw.send({"jsonrpc": "2.0", "id": "C", "method": "tools/call", "params": {"name": "crash"}})
+        deadline = time.monotonic() + WAIT
+        while b"tool crash failed" not in raw.log.read_bytes():  # "C" has queued its reply
+            assert time.monotonic() < deadline, "crash never ran"
+            time.sleep(0.01)
+        cancel = {"requestId": "A"}
+        raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        # The reply being written when "A" was cancelled still ends its line, and the
+        # reply queued behind it is not stranded.
+        first, second = raw.receive(), raw.receive()
+        assert first["id"] == "A" and len(first["result"]["content"][0]["text"]) == size
+        assert second["id"] == "C" and second["result"]["isError"] is True
+        code, rest = raw.close()
+    finally:
+        raw.kill()
+    assert (code, rest) == (0, b"")
+
+
+def _big(size: int) -> Message:
+    return {"name": "big", "arguments": {"size": size}}
