@@ -58,7 +58,8 @@ class Output:
         if isinstance(value, BaseModel) and not self.wrapped:
             structured = value.model_dump(mode="json", by_alias=True)
         else:
-            structured = self.adapter.dump_python(self.adapter.validate_python(value), mode="json")
+            value = self.adapter.validate_python(value)
+            structured = self.adapter.dump_python(value, mode="json", by_alias=True)
         if self.wrapped:
             text = structured if isinstance(structured, str) else _json(structured)
             structured = {"result": structured}
