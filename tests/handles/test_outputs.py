@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
@@ -214,3 +215,39 @@ def test_a_value_of_the_wrong_type_raises() -> None:
 def test_undeclared_values_become_text_only(value: Any, content: list[Any]) -> None:
     wire = output_for("t", inspect.Signature.empty).to_wire(value)
     assert wire == {"content": content, "isError": False}
+
+
+class Holder(TypedDict):
+    item: Item
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value"),
+    [
+        (Item, Item(sku="a", qty=1)),
+        (list[Item], [Item(sku="a", qty=1)]),
+        (Item | None, Item(sku="a", qty=1)),
+        (Holder, {"item": Item(sku="a", qty=1)}),
+        (Basket, Basket(items=[Item(sku="a", qty=1)])),
+        (Totals, {"count": 1, "total": 2.5}),
+        (Pair, Pair(1, "r")),
+        (dict[str, int], {"a": 1}),
+        (int, 3),
+        (str | None, None),
+        (list[str], []),
+    ],
+)
+def test_structured_content_conforms_to_the_output_schema(annotation: Any, value: Any) -> None:
+    # The mcp client checks exactly this, and raises when it does not hold.
+    output = output_for("t", annotation)
+    wire = output.to_wire(value)
+    jsonschema.validate(wire["structuredContent"], output.schema)
+
+
+def test_nested_models_are_dumped_by_alias_like_their_schema() -> None:
+    wire = output_for("t", list[Item]).to_wire([Item(sku="a", qty=1)])
+    assert wire == {
+        "content": [{"type": "text", "text": '[{"sku":"a","qty":1}]'}],
+        "structuredContent": {"result": [{"sku": "a", "qty": 1}]},
+        "isError": False,
+    }
