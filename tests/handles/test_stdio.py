@@ -52,6 +52,8 @@ class RawServer:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
         self.buffer = b""
+        self.transcript = bytearray()
+        """Everything the server wrote to stdout."""
 
     def write(self, data: bytes) -> None:
         self.stdin.write(data)
@@ -72,6 +74,7 @@ class RawServer:
             if not chunk:
                 raise AssertionError(f"the server closed stdout; buffered: {self.buffer!r}")
             self.buffer += chunk
+            self.transcript += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
         message: Message = json.loads(line)
         return message
@@ -100,6 +103,7 @@ class RawServer:
             if not (chunk := os.read(self.stdout.fileno(), 1 << 20)):
                 break
             rest.append(chunk)
+            self.transcript += chunk
         self.buffer = b""
         return self.process.wait(timeout=max(deadline - time.monotonic(), 0.1)), b"".join(rest)
 
@@ -124,6 +128,8 @@ def server(
         code, rest = raw.close()
         assert rest == b"", f"unexpected output after the last test: {rest[:500]!r}"
         assert code == 0
+        assert b"secret" not in raw.transcript  # in no response, to any test
+        assert b"RuntimeError: secret detail" in log.read_bytes()  # only in the log
     finally:
         raw.kill()
 
