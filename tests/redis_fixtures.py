@@ -82,6 +82,19 @@ class RedisCluster:
                 return next(n for n in self.nodes if n.port == int(primary[1]))
         raise LookupError(f"slot {slot} is not served")
 
+    def wait_for_replicas(self, primary: RedisServer) -> None:
+        """Block until ``primary``'s replicas have every write it has acknowledged."""
+        replication = primary.client().info("replication")
+        offset = int(replication["master_repl_offset"])
+        replicas = [replication[f"slave{n}"] for n in range(replication["connected_slaves"])]
+        servers = [next(n for n in self.nodes if n.port == int(r["port"])) for r in replicas]
+
+        def caught_up() -> bool:
+            infos = [server.client().info("replication") for server in servers]
+            return all(int(info["slave_repl_offset"]) >= offset for info in infos)
+
+        _wait_until(caught_up, "the replicas to catch up", primary, *servers)
+
 
 def require(binary: str) -> str:
     """The path of ``binary``; skip (fail under CI) when it is not installed."""
