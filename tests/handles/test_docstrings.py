@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handles.docstrings import split_docstring
@@ -77,6 +77,7 @@ def test_blank_lines_inside_args_are_skipped() -> None:
     )
 
 
+@settings(deadline=None, max_examples=60)
 @given(st.text())
 def test_never_raises_and_the_description_is_stripped(doc: str) -> None:
     description, args = split_docstring(doc)

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handles import jsonrpc
@@ -141,6 +141,7 @@ json_values = st.recursive(
 envelope_keys = st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"])
 
 
+@settings(deadline=None, max_examples=60)
 @given(st.dictionaries(envelope_keys, json_values | st.just("2.0")) | json_values)
 def test_any_json_is_a_valid_message_or_a_protocol_error(value: Any) -> None:
     try:
@@ -155,6 +156,7 @@ def test_any_json_is_a_valid_message_or_a_protocol_error(value: Any) -> None:
         assert type(message["id"]) in (str, int)
 
 
+@settings(deadline=None, max_examples=60)
 @given(st.binary())
 def test_any_bytes_parse_or_raise_a_protocol_error(data: bytes) -> None:
     try:

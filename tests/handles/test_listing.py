@@ -6,7 +6,7 @@ import base64
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handles.jsonrpc import INVALID_PARAMS, ProtocolError
@@ -99,6 +99,7 @@ def test_results_are_copies() -> None:
     assert pages.page(None, modern=None) == {"tools": tools("a")}
 
 
+@settings(deadline=None, max_examples=60)
 @given(
     st.lists(st.text(min_size=1, max_size=8), unique=True, max_size=30),
     st.integers(min_value=1, max_value=7),

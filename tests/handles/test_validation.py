@@ -7,7 +7,7 @@ import math
 from typing import Annotated, Any, Literal
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -141,6 +141,7 @@ def test_shorten_survives_unserialisable_values() -> None:
     assert shorten(loop) == "[[...]]"
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(), st.lists))
+@settings(deadline=None, max_examples=60)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(), st.lists, max_leaves=8))
 def test_shorten_never_exceeds_its_limit(value: Any) -> None:
     assert len(shorten(value, limit=20)) <= 20
