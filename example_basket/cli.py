@@ -12,6 +12,8 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -20,7 +22,7 @@ from stores import MemoryStore, Store
 
 from .app import build_server
 
-__all__ = ["main", "make_store", "parse_args"]
+__all__ = ["load_tokens", "main", "make_store", "parse_args"]
 
 logger = logging.getLogger("example_basket")
 
@@ -139,4 +141,53 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 async def _serve_http(server: Server, args: argparse.Namespace) -> None:
-    raise SystemExit("example_basket: --http needs the HTTP transport, which is not built yet")
+    from handles.auth import StaticTokenVerifier
+    from handles.transports.http import serve_http
+    from handles.transports.http_checks import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
+
+    tokens = load_tokens(args.tokens)
+    hosts, origins = list(DEFAULT_ALLOWED_HOSTS), list(DEFAULT_ALLOWED_ORIGINS)
+    origins += [o.strip() for o in args.allowed_origins.split(",") if o.strip()]
+    options: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins}
+    if tokens:
+        options["verifier"] = StaticTokenVerifier(tokens)
+        if args.host not in _LOOPBACK:
+            hosts.append(args.host)
+        logger.info("serving %d token(s) on http://%s:%d/mcp", len(tokens), args.host, args.port)
+    elif args.host not in _LOOPBACK:
+        raise SystemExit(
+            f"example_basket: --host {args.host[:60]} needs --tokens (or BASKET_TOKENS): "
+            "without authentication the demo serves one local principal on 127.0.0.1 only"
+        )
+    else:
+        principal = Principal.from_environment()
+        options["principal"] = principal
+        logger.warning(
+            "no --tokens: every request is served as the one local principal %r, "
+            "on http://127.0.0.1:%d/mcp only",
+            principal.subject,
+            args.port,
+        )
+    await serve_http(server, host=args.host, port=args.port, log_level="warning", **options)
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def load_tokens(value: str | None) -> dict[str, str]:
+    """``token:subject`` pairs, comma- or newline-separated, inline or in a file."""
+    if not value:
+        return {}
+    text = Path(value).read_text() if Path(value).is_file() else value
+    tokens: dict[str, str] = {}
+    for entry in text.replace("\n", ",").split(","):
+        token, sep, subject = entry.strip().partition(":")
+        if not entry.strip():
+            continue
+        if not sep or not token or not subject:
+            shown = entry.strip()[:4] + "…"
+            raise SystemExit(
+                f"--tokens: expected 'token:subject' entries, got one starting {shown!r}"
+            )
+        tokens[token] = subject.strip()
+    return tokens
