@@ -1,0 +1,109 @@
+"""Three basket servers on one real Redis (``--store redis://…``) and one secret.
+
+Two serve ``alice`` (replicas: each sees the other's baskets, and concurrent adds
+through both lose nothing), one serves ``bob``: to him, alice's basket reads
+exactly like an invented id.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.redis_fixtures import RedisServer
+
+from .support import HANDLE_CALLS, closed, connect, ok, refused, server_params, unknown
+
+pytestmark = [pytest.mark.anyio, pytest.mark.redis]
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def clients(redis_server: RedisServer) -> AsyncIterator[tuple[Client, Client, Client]]:
+    url = f"{redis_server.url}/9"
+    async with (
+        connect(server_params("alice", store=url)) as alice,
+        connect(server_params("alice", store=url)) as replica,
+        connect(server_params("bob", store=url)) as bob,
+    ):
+        yield alice, replica, bob
+
+
+async def basket_ids(client: Client) -> set[str]:
+    return {basket["basket_id"] for basket in (await ok(client, "list_baskets"))["baskets"]}
+
+
+async def test_a_replica_sees_and_changes_the_same_basket(
+    clients: tuple[Client, Client, Client],
+) -> None:
+    alice, replica, _ = clients
+    basket_id = (await ok(alice, "create_basket"))["basket_id"]
+    mugs = await ok(alice, "add_item", basket_id=basket_id, sku="MUG-24", quantity=2)
+    assert await ok(replica, "get_basket", basket_id=basket_id) == mugs
+    both = await ok(replica, "add_item", basket_id=basket_id, sku="CUP-01")
+    assert await ok(alice, "get_basket", basket_id=basket_id) == both
+    assert both["total"] == 46.3
+    assert basket_id in await basket_ids(replica)
+
+    before = time.time()
+    await ok(alice, "close_basket", basket_id=basket_id)
+    text = await refused(replica, "get_basket", basket_id=basket_id)
+    closed(basket_id, "closed", text, before, time.time())
+
+
+async def test_a_foreign_basket_reads_exactly_like_an_invented_one(
+    clients: tuple[Client, Client, Client],
+) -> None:
+    alice, _, bob = clients
+    basket_id = (await ok(alice, "create_basket"))["basket_id"]
+    shown = await ok(alice, "add_item", basket_id=basket_id, sku="MUG-24")
+    invented = "bsk_" + "A" * 43
+    assert len(invented) == len(basket_id)
+    for tool, arguments in HANDLE_CALLS:
+        foreign = await refused(bob, tool, basket_id=basket_id, **arguments)
+        made_up = await refused(bob, tool, basket_id=invented, **arguments)
+        assert foreign == unknown(basket_id)
+        assert made_up == unknown(invented)
+        assert foreign.replace(basket_id, "<id>") == made_up.replace(invented, "<id>")
+    assert basket_id not in await basket_ids(bob)
+    assert await ok(alice, "get_basket", basket_id=basket_id) == shown
+
+    bobs = (await ok(bob, "create_basket"))["basket_id"]
+    assert await refused(alice, "get_basket", basket_id=bobs) == unknown(bobs)
+    assert await ok(bob, "close_basket", basket_id=bobs) == {"basket_id": bobs, "closed": True}
+    await ok(alice, "close_basket", basket_id=basket_id)
+
+
+async def test_concurrent_adds_through_two_processes_lose_nothing(
+    clients: tuple[Client, Client, Client],
+) -> None:
+    alice, replica, _ = clients
+    basket_id = (await ok(alice, "create_basket"))["basket_id"]
+    failed: list[str] = []
+
+    async def add(client: Client, sku: str) -> None:
+        result = await client.call_tool("add_item", {"basket_id": basket_id, "sku": sku})
+        if result.is_error:
+            failed.append(str(result.content))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            for _ in range(25):
+                tg.start_soon(add, alice, "MUG-24")
+                tg.start_soon(add, replica, "CUP-01")
+    assert failed == []
+    shown = await ok(replica, "get_basket", basket_id=basket_id)
+    assert {item["sku"]: item["quantity"] for item in shown["items"]} == {
+        "MUG-24": 25,
+        "CUP-01": 25,
+    }
+    assert shown["total"] == 660.0
+    await ok(replica, "close_basket", basket_id=basket_id)
