@@ -10,7 +10,7 @@ milliseconds, computed by the caller from the same ``now``.
 
 from __future__ import annotations
 
-__all__ = ["CREATE", "DELETE", "GET", "LIST", "REPLACE"]
+__all__ = ["CREATE", "DELETE", "GET", "INCR", "LIST", "REPLACE"]
 
 _PRELUDE = """
 local rec, idx = KEYS[1], KEYS[2]
@@ -98,6 +98,23 @@ local r = live()
 if not r or (ARGV[3] ~= '' and tonumber(r[1]) ~= tonumber(ARGV[3])) then return 0 end
 redis.call('DEL', rec)
 redis.call('ZREM', idx, member)
+return 1
+"""
+)
+
+INCR = (
+    _PRELUDE
+    + """
+-- ARGV: now, member, expires_at, px
+if live() then
+  local count = redis.call('HINCRBY', rec, 'v', 1)
+  redis.call('HSET', rec, 'd', tostring(count))
+  return count
+end
+redis.call('ZREMRANGEBYSCORE', idx, '-inf', ARGV[1])
+redis.call('DEL', rec)
+redis.call('HSET', rec, 'v', 1, 'd', '1', 'x', ARGV[3])
+expire(ARGV[3], ARGV[4])
 return 1
 """
 )

@@ -20,6 +20,11 @@ own, never by scanning everything on each call.
 
 Versions start at 1 and grow by one on each successful ``replace``.
 
+Counters: ``incr`` keeps a count in a record of its own (value: the count in
+ASCII digits; version: the count), for rate limits and the like. It is atomic
+across every process sharing the store, and its record is a record like any
+other (``get`` and ``list`` see it), so give counters a group of their own.
+
 Errors: a backend raises ``StoreUnavailable`` when it cannot reach its storage
 (a transient condition: the caller may retry; a write that raised it may or may
 not have been applied) and ``LimitExceeded`` from ``create`` when the owner
@@ -128,6 +133,34 @@ class Store(ABC):
 
         Its cost grows with this owner's records in the group, not with the store.
         """
+
+    async def incr(self, owner: str, group: str, key: str, *, expires_at: float) -> int:
+        """Atomically add one to a counter record and return the new count.
+
+        If no live record has this address, create it at 1 with ``expires_at``;
+        otherwise add one and keep its expiry (``expires_at`` is then ignored).
+        Concurrent calls on one live counter never return the same count.
+
+        This default is built on ``get``, ``create`` and ``replace``: two or three
+        round trips, repeated when another caller wins a race. Backends override
+        it with one atomic step.
+        """
+        while True:
+            record = await self.get(owner, group, key)
+            if record is None:
+                if await self.create(owner, group, key, b"1", expires_at=expires_at):
+                    return 1
+                continue
+            count = record.version + 1
+            if await self.replace(
+                owner,
+                group,
+                key,
+                str(count).encode(),
+                version=record.version,
+                expires_at=record.expires_at,
+            ):
+                return count
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections and background resources. Safe to call twice."""

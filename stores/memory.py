@@ -83,6 +83,17 @@ class MemoryStore(Store):
         self._drop(address)
         return True
 
+    async def incr(self, owner: str, group: str, key: str, *, expires_at: float) -> int:
+        address = (owner, group, key)
+        record = self._live(address, self._reclaim())
+        if record is None:
+            self._put(address, Record(b"1", 1, expires_at))
+            return 1
+        count = record.version + 1
+        # Same expiry: no new deadline on the heap.
+        self._records[address] = Record(str(count).encode(), count, record.expires_at)
+        return count
+
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         self._reclaim()
         keys = self._index.get((owner, group), ())

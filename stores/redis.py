@@ -140,6 +140,7 @@ class RedisStore(Store):
         self._replace = client.register_script(_redis_lua.REPLACE)
         self._delete = client.register_script(_redis_lua.DELETE)
         self._list = client.register_script(_redis_lua.LIST)
+        self._incr = client.register_script(_redis_lua.INCR)
 
     @classmethod
     def from_url(
@@ -219,6 +220,11 @@ class RedisStore(Store):
     async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
         expected = "" if version is None else version
         return bool(await self._run(self._delete, owner, group, key, self._clock(), expected))
+
+    async def incr(self, owner: str, group: str, key: str, *, expires_at: float) -> int:
+        now = self._clock()
+        args = (_time(expires_at), _px(expires_at, now))
+        return int(await self._run(self._incr, owner, group, key, now, *args))
 
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         prefix, index = self._keys(owner, group)

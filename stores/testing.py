@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from ._conformance import BasicCases, ConcurrencyCases, ExpiryCases, LimitCases
+from ._conformance import (
+    BasicCases,
+    ConcurrencyCases,
+    CounterCases,
+    ExpiryCases,
+    LimitCases,
+)
 from .base import Store
 
 __all__ = ["ManualClock", "StoreConformance", "StoreHarness"]
@@ -64,5 +70,5 @@ class StoreHarness:
 
 
 @pytest.mark.anyio
-class StoreConformance(BasicCases, LimitCases, ExpiryCases, ConcurrencyCases):
+class StoreConformance(BasicCases, LimitCases, ExpiryCases, ConcurrencyCases, CounterCases):
     """Every test of the store contract; subclass it and provide ``store_harness``."""

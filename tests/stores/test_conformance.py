@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator
 import fakeredis
 import pytest
 
-from stores import MemoryStore
+from stores import MemoryStore, Store
 from stores.redis import RedisStore
 from stores.testing import ManualClock, StoreConformance, StoreHarness
+from tests.handles.support import YieldingStore
 from tests.redis_fixtures import RedisCluster, RedisServer
 
 
@@ -19,6 +20,17 @@ class TestMemoryStore(StoreConformance):
     async def store_harness(self) -> AsyncIterator[StoreHarness]:
         clock = ManualClock()
         async with MemoryStore(clock=clock) as store:
+            yield StoreHarness(store, clock)
+
+
+class TestDefaultIncr(StoreConformance):
+    """``Store.incr``'s default, on a store that yields at every call (so races happen)."""
+
+    @pytest.fixture
+    async def store_harness(self) -> AsyncIterator[StoreHarness]:
+        clock = ManualClock()
+        async with YieldingStore(MemoryStore(clock=clock)) as store:
+            assert type(store).incr is Store.incr
             yield StoreHarness(store, clock)
 
 

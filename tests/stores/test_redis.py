@@ -198,6 +198,7 @@ async def test_each_method_is_one_round_trip(redis_server: RedisServer) -> None:
                 "replace": store.replace("o", "g", key, b"w", version=1, expires_at=later),
                 "list": store.list("o", "g"),
                 "delete": store.delete("o", "g", key, version=2),
+                "incr": store.incr("o", "calls", key, expires_at=later),
             }
 
         for call in calls("warm-up").values():  # the first call of a script loads it
@@ -225,6 +226,7 @@ async def test_unavailable_while_the_server_is_down() -> None:
                 store.replace("o", "g", "k", b"", version=1, expires_at=time.time() + TTL),
                 store.delete("o", "g", "k"),
                 store.list("o", "g"),
+                store.incr("o", "calls", "k", expires_at=time.time() + TTL),
             ]
             for call in calls:
                 with anyio.fail_after(10), pytest.raises(StoreUnavailable) as caught:
