@@ -73,6 +73,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="open baskets allowed per caller (BASKET_QUOTA)",
     )
     add(
+        "--log-level",
+        default=_env("BASKET_LOG_LEVEL", "INFO"),
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level; INFO logs one line per tool call (BASKET_LOG_LEVEL)",
+    )
+    add(
         "--tokens",
         default=os.environ.get("BASKET_TOKENS"),
         help="HTTP bearer tokens: a file, or 'token:subject,token:subject' (BASKET_TOKENS)",
@@ -107,7 +114,7 @@ def _secret_keys() -> list[str] | None:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO,
+        level="WARNING" if args.command == "demo" else args.log_level,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )

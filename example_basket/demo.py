@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -44,11 +46,13 @@ async def run_demo() -> None:
         "BASKET_STORE": "memory",
         "BASKET_IDLE_TTL": str(IDLE_SECONDS),
         "HANDLES_PRINCIPAL": "alice",
+        "BASKET_LOG_LEVEL": "WARNING",
         "HANDLES_SECRET": "demo-only-secret-" + "x" * 32,
     }
     server = StdioServerParameters(command=sys.executable, args=["-m", "example_basket"], env=env)
     async with Client(server) as client:
         await _walk(client)
+    await _two_principals(env)
     print("\nDone. Every refusal above is what the model sees: what went wrong and what to call.")
 
 
@@ -78,3 +82,60 @@ async def _walk(client: Any) -> None:
     idle_id = (await _call(client, "create_basket", {}))["basket_id"]
     await anyio.sleep(IDLE_SECONDS + 1.2)
     await _call(client, "add_item", {"basket_id": idle_id, "sku": "MUG-24"})
+
+
+async def _two_principals(env: dict[str, str]) -> None:
+    """Over HTTP with bearer tokens: bob cannot tell alice's basket from an invented one."""
+    port = _free_port()
+    _say(f"Over HTTP (port {port}), alice and bob each have a bearer token")
+    command = [sys.executable, "-m", "example_basket", "--http", "--port", str(port)]
+    tokens = {**env, "BASKET_TOKENS": "demo-alice:alice,demo-bob:bob"}
+    async with await anyio.open_process(command, env=tokens, stderr=None, stdout=None) as process:
+        try:
+            await _wait_for_port(port)
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with (
+                _http_client(url, "demo-alice") as alice,
+                _http_client(url, "demo-bob") as bob,
+            ):
+                print("alice:", flush=True)
+                basket_id = (await _call(alice, "create_basket", {}))["basket_id"]
+                await _call(alice, "add_item", {"basket_id": basket_id, "sku": "MUG-24"})
+                print("bob, with alice's basket id and then with an invented one:", flush=True)
+                await _call(bob, "get_basket", {"basket_id": basket_id})
+                await _call(bob, "get_basket", {"basket_id": "bsk_" + "A" * 43})
+                await _call(bob, "list_baskets", {})
+        finally:
+            process.terminate()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _wait_for_port(port: int) -> None:
+    with anyio.fail_after(20):
+        while True:
+            try:
+                await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                return
+            except OSError:
+                await anyio.sleep(0.05)
+
+
+@asynccontextmanager
+async def _http_client(url: str, token: str) -> AsyncIterator[Any]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
