@@ -31,7 +31,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
-from .content import InputRequired
+from .content import InputRequired, ToolResult
 from .docstrings import split_docstring
 from .handle import Handle
 from .kinds import HandleKind
@@ -125,7 +125,8 @@ class HandleTools:
         """The handler sees the final state; after it returns, the handle is closed.
 
         The close only happens if the state is still the one the handler saw; a
-        handler that raises or returns ``InputRequired`` leaves the handle open.
+        handler that raises, or returns ``InputRequired`` or an ``is_error``
+        ``ToolResult``, leaves the handle open.
         """
 
         def register(fn: F) -> F:
@@ -135,7 +136,7 @@ class HandleTools:
                 principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
                 handle = await self.manager.get(principal, kind, handle_id)
                 result = await _call(fn, bind(kwargs, handle))
-                if not isinstance(result, InputRequired):
+                if not _leaves_open(result):
                     await self.manager.close(
                         principal, kind, handle_id, reason=reason, version=handle.version
                     )
@@ -177,6 +178,11 @@ class HandleTools:
         annotations = {**hints, **options.pop("annotations", {})}
         options.setdefault("name", fn.__name__)
         self.server.add_tool(Tool.from_function(wrapper, annotations=annotations, **options))
+
+
+def _leaves_open(result: Any) -> bool:
+    """Whether a close handler's result says not to close: it asks for input or failed."""
+    return isinstance(result, InputRequired) or (isinstance(result, ToolResult) and result.is_error)
 
 
 async def _call(fn: ToolFunction, kwargs: dict[str, Any]) -> Any:
