@@ -23,7 +23,9 @@ from handles import (
     Lifetime,
     Principal,
     Server,
+    TextContent,
     ToolError,
+    ToolResult,
 )
 from handles.transports import MemoryClient, connect_memory
 from stores import MemoryStore, Record, StoreUnavailable
@@ -208,8 +210,11 @@ def build() -> App:
 
     @tools.closes(TALLY, reason="finished")
     async def finish_tally(
-        state: Tally, ctx: Context, mode: Literal["ok", "error", "ask"] = "ok", wait: bool = False
-    ) -> Tally | InputRequired:
+        state: Tally,
+        ctx: Context,
+        mode: Literal["ok", "error", "ask", "error-result"] = "ok",
+        wait: bool = False,
+    ) -> Tally | InputRequired | ToolResult:
         """End a tally."""
         if wait:
             gate.entered.set()
@@ -218,6 +223,8 @@ def build() -> App:
             raise ToolError("Not finishing.")
         if mode == "ask":
             return InputRequired(input_requests={"sure": {"method": "elicitation/create"}})
+        if mode == "error-result":
+            return ToolResult([TextContent("Not finishing either.")], is_error=True)
         return state
 
     @tools.lists(TALLY)
@@ -451,6 +458,16 @@ async def test_a_handler_that_raises_leaves_the_handle_open() -> None:
     assert (shown["count"], shown["version"]) == (0, 1)
 
 
+async def test_an_error_result_leaves_the_handle_open() -> None:
+    app = build()
+    async with app.connect() as alice:
+        tally_id = await alice.create()
+        refused = await alice.call("finish_tally", tally_id=tally_id, mode="error-result")
+        shown = await alice.ok("peek", tally_id=tally_id)
+    assert refused == error("Not finishing either.")
+    assert (shown["count"], shown["version"]) == (0, 1)
+
+
 async def test_input_required_leaves_the_handle_open() -> None:
     app = build()
     async with app.connect() as alice:
@@ -502,6 +519,38 @@ async def test_a_close_conflicts_if_the_state_changed_after_the_handler_read_it(
     }
     assert (shown["count"], shown["version"]) == (1, 2)
     assert listed == {"result": [tally_id]}
+
+
+async def test_of_two_concurrent_closes_only_the_first_to_finish_closes() -> None:
+    app = build()
+    async with app.connect() as alice:
+        tally_id = await alice.create()
+        await alice.client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "slow",
+                "method": "tools/call",
+                "params": {
+                    "name": "finish_tally",
+                    "arguments": {"tally_id": tally_id, "wait": True},
+                },
+            }
+        )
+        with anyio.fail_after(5):
+            await app.gate.entered.wait()
+        fast = await alice.ok("finish_tally", tally_id=tally_id)
+        app.gate.release.set()
+        with anyio.fail_after(5):
+            slow = await alice.client.receive()
+    assert fast == {"count": 0, "log": []}
+    assert slow == {
+        "jsonrpc": "2.0",
+        "id": "slow",
+        "result": error(
+            f"Tally '{tally_id}' was finished at 2026-11-29T23:59:00Z and can no longer be used. "
+            f"{START_NEW}"
+        ),
+    }
 
 
 # --- Every handle error is an isError result with the exact text -------------
