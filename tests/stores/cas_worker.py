@@ -7,7 +7,6 @@ the record ``("o", "g", "k")`` with a get-then-replace loop.
 
 from __future__ import annotations
 
-import random
 import sys
 import time
 
@@ -25,38 +24,27 @@ async def main(url: str, namespace: str, name: str, count: int) -> None:
         while int(await store.client.get(f"{namespace}:ready") or 0) < WORKERS:  # noqa: ASYNC110
             await anyio.sleep(0.01)  # a barrier across processes: no anyio.Event there
 
-        pending = count
-        solo = await _time_one_update(store)
+        async def attempt(item: int) -> bool:
+            record = await store.get("o", "g", "k")
+            assert record is not None
+            await anyio.lowlevel.checkpoint()
+            value, later = record.value + f"{name}{item},".encode(), time.time() + 600
+            written = await store.replace(
+                "o", "g", "k", value, version=record.version, expires_at=later
+            )
+            return written is not None
+
+        retries = anyio.CapacityLimiter(4)  # all try at once; the losers retry four at a time
 
         async def append(item: int) -> None:
-            nonlocal pending
-            while True:
-                record = await store.get("o", "g", "k")
-                assert record is not None
-                await anyio.lowlevel.checkpoint()
-                value = record.value + f"{name}{item},".encode()
-                later = time.time() + 600
-                if await store.replace(
-                    "o", "g", "k", value, version=record.version, expires_at=later
-                ):
-                    pending -= 1
-                    return
-                # Back off for a random share of the time all pending writers need.
-                await anyio.sleep(random.uniform(0, 2 * WORKERS * pending * solo))
+            if not await attempt(item):
+                async with retries:
+                    while not await attempt(item):
+                        pass
 
         async with anyio.create_task_group() as tg:
             for item in range(count):
                 tg.start_soon(append, item)
-
-
-async def _time_one_update(store: RedisStore) -> float:
-    """How long one uncontended get-and-replace takes, in seconds (scripts loaded)."""
-    for _ in range(2):
-        started = time.perf_counter()
-        await store.get("o", "g", "probe")
-        await anyio.lowlevel.checkpoint()
-        await store.replace("o", "g", "probe", b"", version=1, expires_at=time.time() + 600)
-    return time.perf_counter() - started
 
 
 if __name__ == "__main__":
