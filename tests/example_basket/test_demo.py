@@ -32,7 +32,9 @@ def test_the_demo_walks_through_the_lifecycle_and_its_refusals() -> None:
     assert not [line for line in lines if " INFO " in line], "server logs belong on stderr"
 
     created = [json.loads(line[2:]) for line in lines if line.startswith('← {"basket_id"')]
-    basket_id, idle_id = created[0]["basket_id"], created[-1]["basket_id"]
+    waiting = next(i for i, line in enumerate(lines) if line.startswith("# Baskets expire after"))
+    basket_id = created[0]["basket_id"]
+    idle_id = json.loads(lines[waiting + 2][2:])["basket_id"]  # the answer to create_basket
     mistyped = next(
         m.group(1)
         for line in lines
@@ -69,6 +71,7 @@ def test_the_demo_walks_through_the_lifecycle_and_its_refusals() -> None:
         ),
         f'→ get_basket {{"basket_id": "{basket_id}"}}',
         checked_out,
+        "→ create_basket {}",
         f'→ add_item {{"basket_id": "{idle_id}", "sku": "MUG-24"}}',
         f"← isError: Basket '{idle_id}' has expired; the exact time is not known (baskets "
         f"expire after 2 seconds without use and 24 hours after creation). {START_NEW}",
