@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 from .content import Content, InputRequired, ToolResult
 from .context import Context
 from .docstrings import split_docstring
+from .jsonrpc import ProtocolError
 from .outputs import Output, output_for
 from .principal import Principal
 from .validation import describe_errors
@@ -91,7 +92,12 @@ class Tool:
         )
 
     async def call(self, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
-        """Validate, run and convert; every failure becomes an ``isError`` result."""
+        """Validate, run and convert; every failure becomes an ``isError`` result.
+
+        Except ``ProtocolError``: a tool raises it to answer with a JSON-RPC error
+        instead (a missing client capability, a tampered ``requestState``), and it
+        propagates to ``Server.handle``.
+        """
         try:
             parsed = self.arguments.__pydantic_validator__.validate_python(arguments)
         except ValidationError as exc:
@@ -103,6 +109,8 @@ class Tool:
             return self._convert(await self._run(kwargs))
         except ToolError as exc:
             return _error(str(exc))
+        except ProtocolError:
+            raise  # a JSON-RPC error the tool chose (-32021, -32602): Server.handle sends it
         except Exception:
             logger.exception("tool %s failed", self.name)
             return _error(
