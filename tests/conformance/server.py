@@ -33,20 +33,13 @@ from handles.content import (
     InputRequired,
     TextContent,
 )
-from handles.context import Context, Notify
-from handles.jsonrpc import (
-    INVALID_PARAMS,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    Message,
-    ProtocolError,
-    error_response,
-)
-from handles.protocol import CLIENT_CAPABILITIES
-from handles.server import Connection, Server
+from handles.context import Context
+from handles.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
+from handles.server import Server
 from handles.tools import Tool, ToolError
 from handles.transports.http import http_app, serve_http
 
-__all__ = ["ConformanceServer", "build_server", "main"]
+__all__ = ["build_server", "main"]
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
@@ -76,46 +69,6 @@ JSON_SCHEMA_2020_12 = {
     "additionalProperties": False,
 }
 _KEY = secrets.token_bytes(32)
-_SIGNED_STATE_TOOLS = {
-    "test_input_required_result_request_state",
-    "test_input_required_result_tampered_state",
-    "test_input_required_result_multi_round",
-    "test_input_required_result_multiple_inputs",
-}
-
-
-class ConformanceServer(Server):
-    """Answers two cases with the JSON-RPC errors the suite expects, before any tool runs.
-
-    A tool can only return results, so the protocol errors are raised here:
-    ``-32021`` when ``test_missing_capability`` is called without the sampling
-    capability, and ``-32602`` for a ``requestState`` whose signature fails.
-    """
-
-    async def handle(
-        self, message: Message, connection: Connection, notify: Notify | None = None
-    ) -> Message | None:
-        error = _refusal(message) if message.get("method") == "tools/call" else None
-        if error is not None and "id" in message:
-            return error_response(message["id"], error)
-        return await super().handle(message, connection, notify)
-
-
-def _refusal(message: Message) -> ProtocolError | None:
-    params = message["params"]
-    name = params.get("name")
-    if name == "test_missing_capability":
-        meta = params.get("_meta")
-        capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
-        if not isinstance(capabilities, dict) or "sampling" not in capabilities:
-            data: dict[str, Any] = {"requiredCapabilities": {"sampling": {}}}
-            return ProtocolError(
-                MISSING_REQUIRED_CLIENT_CAPABILITY, "This tool needs the sampling capability", data
-            )
-    state = params.get("requestState")
-    if name in _SIGNED_STATE_TOOLS and state is not None and unsign(state) is None:
-        return ProtocolError(INVALID_PARAMS, "Invalid requestState: the integrity check failed")
-    return None
 
 
 def sign(payload: dict[str, Any]) -> str:
@@ -181,15 +134,18 @@ def _answer(ctx: Context, key: str) -> dict[str, Any] | None:
 
 
 def _state(ctx: Context) -> dict[str, Any]:
-    """The verified state the client echoed (``{}`` for none; altered state never gets here)."""
+    """The verified state the client echoed (``{}`` for none); altered state is -32602."""
     if ctx.request_state is None:
         return {}
-    return unsign(ctx.request_state) or {}
+    payload = unsign(ctx.request_state)
+    if payload is None:
+        raise ProtocolError(INVALID_PARAMS, "Invalid requestState: the integrity check failed")
+    return payload
 
 
-def build_server() -> ConformanceServer:
+def build_server() -> Server:
     """The conformance test server, with every tool the covered scenarios call."""
-    server = ConformanceServer("handles-conformance", "0.1.0", page_size=100)
+    server = Server("handles-conformance", "0.1.0", page_size=100)
     _add_content_tools(server)
     _add_diagnostic_tools(server)
     _add_input_required_tools(server)
@@ -257,8 +213,13 @@ def _add_content_tools(server: Server) -> None:
 
 def _add_diagnostic_tools(server: Server) -> None:
     @server.tool
-    def test_missing_capability() -> TextContent:
+    def test_missing_capability(ctx: Context) -> TextContent:
         """Needs the client's sampling capability (refused with -32021 without it)."""
+        if "sampling" not in ctx.client_capabilities:
+            data: dict[str, Any] = {"requiredCapabilities": {"sampling": {}}}
+            raise ProtocolError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY, "This tool needs the sampling capability", data
+            )
         return TextContent("The client declared sampling.")
 
     @server.tool
@@ -314,7 +275,7 @@ def _add_input_required_tools(server: Server) -> None:
 
     @server.tool
     def test_input_required_result_tampered_state(ctx: Context) -> TextContent | InputRequired:
-        """Like the request-state tool; altered state is refused before this runs."""
+        """Like the request-state tool; altered state is refused with -32602."""
         if _accepted(ctx, "confirm") is None or not _state(ctx).get("confirm"):
             request = _elicit("Please confirm", "ok", "boolean")
             return InputRequired({"confirm": request}, sign({"confirm": True}))
