@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .node import NodeTools
+from ..node_tools import NodeTools
 
 __all__ = ["Check", "ScenarioRun", "offered_scenarios", "run_scenario", "run_scenarios"]
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from .node import NodeTools, require_node_tools
+from ..node_tools import NodeTools, require_node_tools
 from .runner import ScenarioRun, offered_scenarios, run_scenarios
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.node, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[2]
 ALL = ("2025-06-18", "2025-11-25", "2026-07-28")
 

@@ -16,10 +16,10 @@ import pytest
 from handles.auth import StaticTokenVerifier
 from handles.transports.http import http_app
 
-from ..conformance.node import NodeTools, require_node_tools
+from ..node_tools import NodeTools, require_node_tools
 from .http_support import ALICE, BOB, build_server, serving
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.node, pytest.mark.timeout(120)]
 WAIT = 60.0
 """Upper bound for one Inspector run (Node start-up and a few requests)."""
 ERAS = ["legacy", "modern"]

