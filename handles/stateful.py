@@ -98,19 +98,31 @@ class HandleTools:
         """The handler changes the state in place; the change commits atomically.
 
         It may run more than once if another process wins a race, so it should
-        only compute and change the state.
+        only compute and change the state. A handler that raises, or returns an
+        ``is_error`` ``ToolResult``, changes nothing.
         """
 
         def register(fn: F) -> F:
             bind = _Binder(fn, kind)
+            if bind.handle:
+                raise ValueError(
+                    f"{fn.__name__}: an edits handler takes the state ({kind.model.__name__}), "
+                    "not a Handle; use reads or closes for the whole handle"
+                )
 
             async def edit(**kwargs: Any) -> Any:
                 principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
 
                 async def apply(state: BaseModel) -> Any:
-                    return await _call(fn, bind(kwargs, state=state))
+                    result = await _call(fn, bind(kwargs, state=state))
+                    if isinstance(result, ToolResult) and result.is_error:
+                        raise _Failed(result)
+                    return result
 
-                updated = await self.manager.update(principal, kind, handle_id, apply)
+                try:
+                    updated = await self.manager.update(principal, kind, handle_id, apply)
+                except _Failed as failed:
+                    return failed.result
                 return updated.result
 
             hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
@@ -178,6 +190,14 @@ class HandleTools:
         annotations = {**hints, **options.pop("annotations", {})}
         options.setdefault("name", fn.__name__)
         self.server.add_tool(Tool.from_function(wrapper, annotations=annotations, **options))
+
+
+class _Failed(Exception):
+    """Carries an ``is_error`` result out of an update, so that nothing is written."""
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__("the handler returned an error result")
+        self.result = result
 
 
 def _leaves_open(result: Any) -> bool:

@@ -695,3 +695,39 @@ async def test_the_transaction_example_commits_and_rolls_back() -> None:
         "Begin a transaction: stage writes in it, then commit or roll back.\n\n"
         "Transactions expire after 5 minutes without use."
     )
+
+
+async def test_an_edit_that_returns_an_error_result_writes_nothing() -> None:
+    app = build()
+    manager = HandleManager(app.store, [NOTE], secret_keys=KEY, clock=app.clock)
+    tools = HandleTools(app.server, manager)
+
+    @tools.edits(NOTE)
+    async def scribble(state: Note, text: str) -> Note | ToolResult:
+        """Change a note, then report a failure."""
+        state.text = text
+        return ToolResult([TextContent("Could not save the note.")], is_error=True)
+
+    @tools.reads(NOTE)
+    async def read_note(state: Note) -> Note:
+        """Show a note."""
+        return state
+
+    async with app.connect() as alice:
+        note_id = await alice.create("create_note")
+        refused = await alice.call("scribble", note_id=note_id, text="lost")
+        shown = await alice.ok("read_note", note_id=note_id)
+    assert refused == error("Could not save the note.")
+    assert shown == {"text": ""}
+
+
+async def test_an_edits_handler_cannot_ask_for_the_whole_handle() -> None:
+    tools = HandleTools(Server("t"), HandleManager(MemoryStore(), [NOTE], secret_keys=KEY))
+
+    async def rename(handle: Handle[Note], text: str) -> None:
+        """Not allowed: edits get the state."""
+
+    with pytest.raises(
+        ValueError, match="an edits handler takes the state \\(Note\\), not a Handle"
+    ):
+        tools.edits(NOTE)(rename)
