@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from handles import (
     Context,
@@ -31,6 +31,7 @@ from .catalog import CATALOG, Product, search
 __all__ = ["Basket", "basket_kind", "build_server"]
 
 MAX_LINES = 50
+MAX_QUANTITY = 999
 
 
 class Basket(BaseModel):
@@ -106,7 +107,7 @@ def _total(basket: Basket) -> float:
     return cents / 100
 
 
-Query = Annotated[str, Field(min_length=1, max_length=100)]
+Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 Sku = Annotated[str, Field(min_length=1, max_length=32)]
 Quantity = Annotated[int, Field(ge=1, le=99)]
 
@@ -162,7 +163,13 @@ def build_server(
             raise ToolError(
                 f"A basket holds at most {MAX_LINES} different products; remove one first."
             )
-        basket.items[sku] = min(basket.items.get(sku, 0) + quantity, 999)
+        quantity += basket.items.get(sku, 0)
+        if quantity > MAX_QUANTITY:
+            raise ToolError(
+                f"A basket holds at most {MAX_QUANTITY} of one product; it has "
+                f"{basket.items[sku]} of {sku}."
+            )
+        basket.items[sku] = quantity
         return view(basket_id, basket)
 
     @tools.edits(kind)
@@ -208,14 +215,15 @@ def build_server(
         if not basket.state.items:
             raise ToolError(f"Basket {basket.id} is empty; call add_item first.")
         total = _total(basket.state)
-        if not (confirm or _confirmed(ctx)):
-            if "confirm" in (ctx.input_responses or {}):
+        answer = _answer(ctx, basket)
+        if not confirm and answer is not True:
+            if answer is False:
                 raise ToolError(
                     f"The user did not confirm the order, so nothing was ordered; basket "
                     f"{basket.id} is still open."
                 )
             if "elicitation" in ctx.client_capabilities:
-                return _ask_to_confirm(basket.id, total)
+                return _ask_to_confirm(basket, total)
             raise ToolError(
                 f"Checkout is irreversible: the order total is {total:.2f} EUR. Ask the user, "
                 "then call checkout again with confirm: true."
@@ -241,20 +249,30 @@ def _summary(handle: Handle[Basket]) -> BasketSummary:
     )
 
 
-def _confirmed(ctx: Context) -> bool:
+def _answer(ctx: Context, basket: Handle[Basket]) -> bool | None:
+    """The user's answer to the confirmation: ``None`` if not asked about the basket as it
+    is now (``requestState`` names the version they saw), else whether they agreed."""
     response: Any = (ctx.input_responses or {}).get("confirm")
+    if response is None:
+        return None
     if not isinstance(response, dict) or response.get("action") != "accept":
         return False
     content = response.get("content")
-    return isinstance(content, dict) and content.get("confirm") is True
+    if not isinstance(content, dict) or content.get("confirm") is not True:
+        return False
+    return True if ctx.request_state == _seen(basket) else None
 
 
-def _ask_to_confirm(basket_id: str, total: float) -> InputRequired:
+def _seen(basket: Handle[Basket]) -> str:
+    return f"version {basket.version}"
+
+
+def _ask_to_confirm(basket: Handle[Basket], total: float) -> InputRequired:
     request = {
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": f"Place the order for basket {basket_id}, total {total:.2f} EUR?",
+            "message": f"Place the order for basket {basket.id}, total {total:.2f} EUR?",
             "requestedSchema": {
                 "type": "object",
                 "properties": {"confirm": {"type": "boolean", "title": "Place the order"}},
@@ -262,7 +280,7 @@ def _ask_to_confirm(basket_id: str, total: float) -> InputRequired:
             },
         },
     }
-    return InputRequired(input_requests={"confirm": request})
+    return InputRequired(input_requests={"confirm": request}, request_state=_seen(basket))
 
 
 _INSTRUCTIONS = (

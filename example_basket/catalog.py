@@ -8,7 +8,7 @@ __all__ = ["CATALOG", "Product", "search"]
 
 
 class Product(BaseModel):
-    """A product for sale; ``unit_price`` is in the shop's currency (EUR)."""
+    """A product for sale; its unit price is in euros."""
 
     sku: str
     name: str

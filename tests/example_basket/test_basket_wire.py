@@ -141,6 +141,7 @@ async def test_input_required_then_accept_on_the_wire(alice: RawServer) -> None:
                         },
                     }
                 },
+                "requestState": "version 2",
                 "_meta": SERVER_INFO,
             },
         }
@@ -156,6 +157,7 @@ async def test_input_required_then_accept_on_the_wire(alice: RawServer) -> None:
                 "name": "checkout",
                 "arguments": arguments,
                 "inputResponses": accept,
+                "requestState": "version 2",
                 "_meta": ELICITING_META,
             },
         }

@@ -133,16 +133,48 @@ async def test_the_input_required_round_by_hand(client: Client, user: User) -> N
         "inputRequests": {
             "confirm": {"method": "elicitation/create", "params": question(basket_id, "46.30")}
         },
+        "requestState": "version 3",
     }
     assert await ok(client, "get_basket", basket_id=basket_id) == shown  # still open
 
     done = await client.session.call_tool(
-        "checkout", arguments, input_responses={"confirm": ACCEPT}, allow_input_required=True
+        "checkout",
+        arguments,
+        input_responses={"confirm": ACCEPT},
+        request_state=asked.request_state,
+        allow_input_required=True,
     )
     assert isinstance(done, CallToolResult)
     assert done.is_error is False and done.structured_content is not None
     assert done.structured_content == {"order_id": done.structured_content["order_id"], **shown}
     assert user.asked == []
+
+
+async def test_a_yes_to_an_older_basket_asks_again_with_the_new_total(
+    client: Client, user: User
+) -> None:
+    """The user agreed to 46.30; an add_item since then means they must see the new total."""
+    basket_id, _ = await filled_basket(client)
+    arguments = {"basket_id": basket_id}
+    asked = await client.session.call_tool("checkout", arguments, allow_input_required=True)
+    assert isinstance(asked, InputRequiredResult)
+    await ok(client, "add_item", basket_id=basket_id, sku="CUP-01")
+    again = await client.session.call_tool(
+        "checkout",
+        arguments,
+        input_responses={"confirm": ACCEPT},
+        request_state=asked.request_state,
+        allow_input_required=True,
+    )
+    assert isinstance(again, InputRequiredResult)
+    assert again.model_dump(mode="json", by_alias=True, exclude_none=True) == {
+        "_meta": SERVER_INFO,
+        "resultType": "input_required",
+        "inputRequests": {
+            "confirm": {"method": "elicitation/create", "params": question(basket_id, "52.80")}
+        },
+        "requestState": "version 4",
+    }
 
 
 async def test_a_legacy_client_is_never_asked(user: User) -> None:
