@@ -1,0 +1,201 @@
+"""The basket demo as a real HTTP server process, and the official client with a bearer token.
+
+``demo_server`` runs ``python -m example_basket --http`` on a free loopback port
+and waits until it accepts connections; ``connect`` opens the official ``mcp``
+client on it, sending ``Authorization: Bearer <token>`` on every request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+__all__ = [
+    "HANDLE_CALLS",
+    "SECRET",
+    "TOKENS",
+    "WAIT",
+    "DemoServer",
+    "connect",
+    "demo_server",
+    "invented_id",
+    "ok",
+    "refused",
+    "unknown",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "http-e2e-secret-" + "h" * 32
+TOKENS = "tok-a:alice,tok-b:bob"
+"""``--tokens``: ``tok-a`` is alice, ``tok-b`` is bob."""
+WAIT = 15.0
+"""Upper bound for a server start, a stop, or one exchange (a bound, not a timing assertion)."""
+HANDLE_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("get_basket", {}),
+    ("add_item", {"sku": "MUG-24"}),
+    ("remove_item", {"sku": "MUG-24"}),
+    ("close_basket", {}),
+    ("checkout", {"confirm": True}),
+]
+"""Every tool that takes a basket_id, with arguments that would otherwise be valid."""
+
+
+@dataclass
+class DemoServer:
+    """One ``python -m example_basket --http`` process."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def stop(self) -> int:
+        """SIGTERM, as a deployment stops a replica; the exit code (bounded wait)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            return self.process.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+
+@contextmanager
+def demo_server(*args: str, env: dict[str, str] | None = None) -> Iterator[DemoServer]:
+    """``python -m example_basket --http --port N *args``, stopped on exit.
+
+    The environment holds only ``PATH``, ``HANDLES_SECRET`` (``SECRET``), a
+    WARNING log level and ``env``. Should another process take the free port
+    first, the server exits at once and is started again on another.
+    """
+    with tempfile.TemporaryDirectory(prefix="basket-http-") as tmp:
+        for attempt in range(3):
+            server = _start(Path(tmp, f"server-{attempt}.log"), args, env or {})
+            try:
+                if _wait_until_listening(server):
+                    break
+            except BaseException:
+                server.stop()
+                raise
+        else:
+            raise RuntimeError(f"the demo server did not start:\n{server.log_tail()}")
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def _start(log: Path, args: tuple[str, ...], extra: dict[str, str]) -> DemoServer:
+    port = _free_port()
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HANDLES_SECRET": SECRET,
+        "BASKET_LOG_LEVEL": "WARNING",
+        **extra,
+    }
+    command = [sys.executable, "-m", "example_basket", "--http", "--port", str(port), *args]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+    return DemoServer(port, process, log)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_until_listening(server: DemoServer) -> bool:
+    """True once the port accepts connections; False if the process exited first."""
+    deadline = time.monotonic() + WAIT
+    while server.process.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the demo server did not listen:\n{server.log_tail()}"
+                ) from None
+            time.sleep(0.05)
+    return False
+
+
+@asynccontextmanager
+async def connect(url: str, token: str, mode: str = "auto") -> AsyncIterator[Client]:
+    """The official client on ``url`` with a bearer token; connecting is bounded."""
+    headers = {"authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=WAIT) as http:
+        with anyio.fail_after(WAIT) as bound:
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, mode=mode, read_timeout_seconds=WAIT) as client:
+                bound.deadline = math.inf
+                yield client
+                bound.deadline = anyio.current_time() + WAIT
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
+    with anyio.fail_after(WAIT):
+        return await client.call_tool(tool, arguments)
+
+
+async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """The structured content of a call that must succeed."""
+    result = await call(client, tool, **arguments)
+    assert result.is_error is False, result
+    structured: dict[str, Any] | None = result.structured_content
+    assert structured is not None
+    assert result.content == [
+        TextContent(type="text", text=json.dumps(structured, separators=(",", ":")))
+    ]
+    return structured
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    """The text of a call that must fail with ``isError``."""
+    result = await call(client, tool, **arguments)
+    assert result.is_error is True, result
+    assert result.structured_content is None
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def invented_id() -> str:
+    """A well-formed basket id that no server ever issued."""
+    return "bsk_" + secrets.token_urlsafe(32)
+
+
+def unknown(basket_id: str) -> str:
+    """The README's text for an unknown basket."""
+    return (
+        f"Unknown basket '{basket_id}'. Copy the basket_id exactly as create_basket returned it, "
+        "call list_baskets to see your open baskets, or call create_basket to start a new one."
+    )
