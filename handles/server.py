@@ -8,6 +8,7 @@ can (HTTP, from its header) and otherwise it is read from each message (stdio).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from .jsonrpc import (
     METHOD_NOT_FOUND,
     Message,
     ProtocolError,
+    dumps,
     error_response,
     result_response,
 )
@@ -36,12 +38,17 @@ from .protocol import (
     legacy_meta,
     read_modern_meta,
 )
-from .tools import Tool, ToolFunction
+from .ratelimit import RateLimiter
+from .tools import Tool, ToolError, ToolFunction
+from .validation import shorten
 
-__all__ = ["Connection", "Server"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "Connection", "Server"]
 
 logger = logging.getLogger("handles.server")
 CacheScope = Literal["public", "private"]
+_PLAIN = re.compile(r"[A-Za-z0-9_./-]+")
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""The largest ``tools/call`` response sent; bigger results are withheld (see ``encode``)."""
 
 
 @dataclass(slots=True)
@@ -58,7 +65,21 @@ class Connection:
 
 
 class Server:
-    """An MCP server that serves tools; add them with ``@server.tool()``."""
+    """An MCP server that serves tools; add them with ``@server.tool()``.
+
+    Args:
+        name: The server's name, in ``serverInfo``.
+        version: The server's version, in ``serverInfo``.
+        instructions: Guidance for the model, sent at discovery and initialization.
+        page_size: Tools per ``tools/list`` page.
+        list_ttl_ms: How long clients may cache ``tools/list`` (modern era).
+        cache_scope: ``"private"`` if the tool list varies by caller.
+        rate_limit: Counts each ``tools/call`` and refuses calls over its limits,
+            before the tool runs; ``None`` (the default) costs nothing.
+        max_result_bytes: The largest ``tools/call`` response sent, in bytes of
+            JSON; a bigger result is replaced by an error saying so. ``None``
+            sends any size.
+    """
 
     def __init__(
         self,
@@ -69,8 +90,12 @@ class Server:
         page_size: int = 100,
         list_ttl_ms: int = 60_000,
         cache_scope: CacheScope = "public",
+        rate_limit: RateLimiter | None = None,
+        max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         self.info: dict[str, Any] = {"name": name, "version": version}
+        self.rate_limit = rate_limit
+        self.max_result_bytes = max_result_bytes
         self.instructions = instructions
         self._tools: dict[str, Tool] = {}
         self._pages = ToolPages(page_size)
@@ -123,6 +148,25 @@ class Server:
         except Exception:
             logger.exception("internal error in %s", message["method"])
             return error_response(id, ProtocolError(INTERNAL_ERROR, "Internal error"))
+
+    def encode(self, message: Message) -> bytes:
+        """A message as compact JSON, with an oversized tool result withheld.
+
+        Transports serialize what they send through this, so the cap costs one
+        length check: a ``tools/call`` result whose response exceeds
+        ``max_result_bytes`` is replaced by an ``isError`` result that says so
+        (cutting the JSON would break it, and cutting ``structuredContent``
+        would break its schema).
+        """
+        data = dumps(message)
+        limit = self.max_result_bytes
+        if limit is None or len(data) <= limit:
+            return data
+        result = message.get("result")
+        if not isinstance(result, dict) or not _is_tool_result(result):
+            return data
+        logger.warning("tools/call result withheld: %d bytes, over %d", len(data), limit)
+        return dumps(result_response(message["id"], _withheld(result, len(data), limit)))
 
     async def _dispatch(
         self, message: Message, connection: Connection, notify: Notify | None
@@ -204,7 +248,11 @@ class Server:
             raise ProtocolError(INVALID_PARAMS, 'tools/call "arguments" must be an object')
         tool = self._tools.get(name)
         if tool is None:
-            raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
+            raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {_shown(name)}")
+        if self.rate_limit is not None:
+            refused = await self._refusal(connection.principal, name)
+            if refused is not None:
+                return refused
         context = Context(
             connection.principal,
             name,
@@ -219,6 +267,45 @@ class Server:
         if logger.isEnabledFor(logging.INFO):
             _log_call(name, connection.principal, result, time.perf_counter() - started)
         return result
+
+    async def _refusal(self, principal: Principal, name: str) -> dict[str, Any] | None:
+        """The ``isError`` result for a call over the rate limit, else ``None``."""
+        assert self.rate_limit is not None
+        try:
+            await self.rate_limit.check(principal, name)
+        except ToolError as exc:
+            logger.info(
+                "tools/call %s principal=%s outcome=refused (%s)",
+                name,
+                principal.digest[:12],
+                type(exc).__name__,
+            )
+            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+        return None
+
+
+def _is_tool_result(result: dict[str, Any]) -> bool:
+    return "content" in result or result.get("resultType") == "input_required"
+
+
+def _withheld(result: dict[str, Any], size: int, limit: int) -> dict[str, Any]:
+    """What replaces a tool result too big to send: an error the model can act on."""
+    text = (
+        f"The tool's result was {size} bytes, more than this server sends ({limit} bytes), "
+        "so it was withheld. Call the tool again asking for less (a narrower query, a "
+        "smaller limit, fewer items)."
+    )
+    withheld: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+    if "resultType" in result:
+        withheld["resultType"] = "complete"
+    if "_meta" in result:
+        withheld["_meta"] = result["_meta"]
+    return withheld
+
+
+def _shown(name: str) -> str:
+    """A tool or method name for an error: plain ones cut to 128, others quoted and cut."""
+    return name[:128] if _PLAIN.fullmatch(name) else shorten(name)
 
 
 def _legacy_call_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -235,7 +322,7 @@ def _not_found(method: str, era: Era) -> ProtocolError:
     data = None
     if method == "initialize" and era == "modern":
         data = {"supported": list(SUPPORTED_VERSIONS)}
-    return ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method[:128]}", data)
+    return ProtocolError(METHOD_NOT_FOUND, f"Method not found: {_shown(method)}", data)
 
 
 def _log_call(name: str, principal: Principal, result: dict[str, Any], seconds: float) -> None:

@@ -1,12 +1,15 @@
 """Turn pydantic validation errors into one sentence a model can act on.
 
 "limit: must be at most 50, got 200" rather than pydantic's multi-line dump
-with its documentation links.
+with its documentation links. What the caller sent is echoed quoted and cut:
+values to 60 characters, unusual parameter names likewise, and at most five
+problems are described.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,6 +17,9 @@ from pydantic import ValidationError
 __all__ = ["describe_errors", "shorten"]
 
 _MAX_SHOWN = 60
+_MAX_CLAUSES = 5
+_MAX_MESSAGE = 200
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,60}")
 
 _TEMPLATES: dict[str, str] = {
     "missing": "is required",
@@ -54,12 +60,25 @@ def shorten(value: Any, limit: int = _MAX_SHOWN) -> str:
 
 
 def describe_errors(error: ValidationError) -> str:
-    """One ``field: problem, got value`` clause per error, joined by ``"; "``."""
-    return "; ".join(_describe(e) for e in error.errors(include_url=False))
+    """One ``field: problem, got value`` clause per error (five at most), joined by ``"; "``."""
+    errors = error.errors(include_url=False)
+    clauses = [_describe(e) for e in errors[:_MAX_CLAUSES]]
+    if len(errors) > _MAX_CLAUSES:
+        clauses.append(f"and {len(errors) - _MAX_CLAUSES} more")
+    return "; ".join(clauses)
+
+
+def _location(parts: Any) -> str:
+    """``items.1.sku``; a key that is not a plain name is quoted and cut."""
+    shown = (
+        str(part) if isinstance(part, int) or _PLAIN_KEY.fullmatch(part) else shorten(part)
+        for part in parts
+    )
+    return ".".join(shown)
 
 
 def _describe(error: Any) -> str:
-    location = ".".join(str(part) for part in error["loc"]) or "arguments"
+    location = _location(error["loc"]) or "arguments"
     template = _TEMPLATES.get(error["type"])
     context = error.get("ctx") or {}
     problem = template.format(**context) if template else _plain(error["msg"])
@@ -70,4 +89,5 @@ def _describe(error: Any) -> str:
 
 def _plain(message: str) -> str:
     """Pydantic's message, lower-cased at the start, for types we do not map."""
-    return message[:1].lower() + message[1:]
+    message = message[:1].lower() + message[1:]
+    return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"

@@ -189,7 +189,7 @@ class HttpApp:
             await send_response(send, 202)
             return
         connection = Connection(principal, era, version)
-        reply = Reply(send, json=accept.json, sse=accept.sse)
+        reply = Reply(send, json=accept.json, sse=accept.sse, encode=self.server.encode)
         if accept.sse and _wants_progress(message):
             response = await _cancellable(self.server, message, connection, reply, receive)
         else:

@@ -112,12 +112,20 @@ class Reply:
 
     ``sse`` says whether the client accepts SSE (without it notifications are
     dropped); ``json`` whether it accepts JSON (without it the reply is SSE).
+    ``encode`` serializes the final response (``Server.encode`` caps tool results).
     """
 
-    __slots__ = ("_closed", "_json", "_send", "_sse", "_streaming")
+    __slots__ = ("_closed", "_encode", "_json", "_send", "_sse", "_streaming")
 
-    def __init__(self, send: Send, *, json: bool = True, sse: bool = True) -> None:
-        self._send, self._json, self._sse = send, json, sse
+    def __init__(
+        self,
+        send: Send,
+        *,
+        json: bool = True,
+        sse: bool = True,
+        encode: Callable[[Message], bytes] = dumps,
+    ) -> None:
+        self._send, self._json, self._sse, self._encode = send, json, sse, encode
         self._streaming = False
         self._closed = False
 
@@ -132,24 +140,26 @@ class Reply:
             return
         if not self._streaming:
             await self._start_stream()
-        await self._send({"type": "http.response.body", "body": _event(message), "more_body": True})
+        body = _event(dumps(message))
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def finish(self, status: int, response: Message) -> None:
         """Send the final response: as the last SSE event, or as the JSON body."""
         if self._closed:
             return
         self._closed = True
+        data = self._encode(response)
         if not self._streaming and self._json:
-            await send_json(self._send, status, response)
+            await send_response(self._send, status, data, [_JSON])
             return
         if not self._streaming:
             await self._start_stream(status)
-        await self._send({"type": "http.response.body", "body": _event(response)})
+        await self._send({"type": "http.response.body", "body": _event(data)})
 
     async def _start_stream(self, status: int = 200) -> None:
         self._streaming = True
         await self._send({"type": "http.response.start", "status": status, "headers": _SSE_HEADERS})
 
 
-def _event(message: Message) -> bytes:
-    return b"event: message\ndata: " + dumps(message) + b"\n\n"
+def _event(data: bytes) -> bytes:
+    return b"event: message\ndata: " + data + b"\n\n"

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ..jsonrpc import INVALID_REQUEST, Message, ProtocolError, dumps, error_response, parse
+from ..jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
 from ..server import Connection, Server
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "TooLong", "serve_messages"]
@@ -154,4 +154,4 @@ class _Loop:
                 return
 
     async def _send(self, message: Message) -> None:
-        await self.send(dumps(message))
+        await self.send(self.server.encode(message))

@@ -63,7 +63,14 @@ class _Cancellations:
 
 def build_server(page_size: int = 2) -> Server:
     """The demo server; each call builds a fresh one (with its own cancellation count)."""
-    server = Server("demo", "1.2.3", instructions="Demo tools for tests.", page_size=page_size)
+    # Replies of a few MB test the pipe; the result cap is tested in test_output_hygiene.
+    server = Server(
+        "demo",
+        "1.2.3",
+        instructions="Demo tools for tests.",
+        page_size=page_size,
+        max_result_bytes=8 * 1024 * 1024,
+    )
     cancellations = _Cancellations()
 
     @server.tool

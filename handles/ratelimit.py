@@ -1,0 +1,136 @@
+"""Rate limits on ``tools/call``: per caller, and per tool where configured.
+
+A ``RateLimiter`` counts each call with ``Store.incr``, so the count lives in the
+store and holds across every replica that shares it: one atomic round trip per
+call, plus one for a tool with a limit of its own.
+
+It uses **fixed windows**: calls are counted per caller in consecutive windows of
+``per_seconds``, and a call past ``calls`` in the current window is refused until
+the window ends. That is the one scheme whose whole state is a single counter
+bumped atomically, which every store offers in one step (``incr``); a sliding
+window needs the previous window's count too (a second read) and a token bucket
+needs a read-modify-write of a timestamp (a compare-and-set loop). The cost is
+burstiness at a boundary: up to twice ``calls`` can pass in one ``per_seconds``
+span that straddles two windows. The wait it reports is exact: the time left in
+the window. Each caller's windows start at an offset taken from its digest, so
+callers' windows do not all reset at the same instant.
+
+If the store cannot be reached, calls are refused (fail closed) with a message
+to retry shortly: a limit that lapses whenever the store is slow is no limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from stores.base import Store, StoreUnavailable
+
+from .principal import Principal
+from .tools import ToolError
+
+__all__ = ["RateLimit", "RateLimited", "RateLimiter"]
+
+_UNITS = {1.0: "second", 60.0: "minute", 3600.0: "hour", 86400.0: "day"}
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``calls`` calls in each window of ``per_seconds`` seconds."""
+
+    calls: int
+    per_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.calls < 1 or not self.per_seconds > 0:
+            raise ValueError("a rate limit needs calls >= 1 and per_seconds > 0")
+
+    def describe(self) -> str:
+        """E.g. "60 calls per minute" or "5 calls per 10 seconds"."""
+        calls = "1 call" if self.calls == 1 else f"{self.calls} calls"
+        unit = _UNITS.get(float(self.per_seconds))
+        return f"{calls} per {unit or f'{self.per_seconds:g} seconds'}"
+
+
+class RateLimited(ToolError):
+    """A call refused by a rate limit; ``retry_after`` is whole seconds to wait.
+
+    Args:
+        limit: The limit that was reached.
+        retry_after: Seconds until the window ends (at least 1).
+        tool: The tool, when the limit is that tool's own.
+    """
+
+    def __init__(self, limit: RateLimit, retry_after: int, tool: str | None = None) -> None:
+        what = "Too many calls" if tool is None else f"Too many calls to {tool}"
+        super().__init__(
+            f"{what}: at most {limit.describe()} per caller; try again in {retry_after} s."
+        )
+        self.limit = limit
+        self.retry_after = retry_after
+
+
+class RateLimiter:
+    """Counts calls in ``store`` and refuses those over a limit.
+
+    Args:
+        store: Where the counters live; share it between replicas.
+        limit: The limit on each caller's calls to any tool, or ``None``.
+        per_tool: Limits on each caller's calls to one tool, by tool name; they
+            apply in addition to ``limit``.
+        clock: Unix seconds (give the store the same one).
+        group: The store group of the counters.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        limit: RateLimit | None = None,
+        *,
+        per_tool: Mapping[str, RateLimit] | None = None,
+        clock: Callable[[], float] = time.time,
+        group: str = "rate-limit",
+    ) -> None:
+        self._store = store
+        self._limit = limit
+        self._per_tool = dict(per_tool or {})
+        self._clock = clock
+        self._group = group
+
+    def limits(self, tool: str) -> list[RateLimit]:
+        """The limits a call to ``tool`` counts against."""
+        own = self._per_tool.get(tool)
+        return [limit for limit in (self._limit, own) if limit is not None]
+
+    async def check(self, principal: Principal, tool: str) -> None:
+        """Count one call by ``principal`` to ``tool``.
+
+        Raises:
+            RateLimited: The call is over a limit.
+            ToolError: The store could not be reached (the call is refused).
+        """
+        if self._limit is not None:
+            await self._count(principal, "*", self._limit, None)
+        own = self._per_tool.get(tool)
+        if own is not None:
+            await self._count(principal, f"tool:{tool}", own, tool)
+
+    async def _count(
+        self, principal: Principal, scope: str, limit: RateLimit, tool: str | None
+    ) -> None:
+        now, per = self._clock(), limit.per_seconds
+        offset = int(principal.digest[:8], 16) % 1_000_000 / 1_000_000 * per
+        window = math.floor((now + offset) / per)
+        ends = (window + 1) * per - offset
+        key = f"{scope}:{per:g}:{window}"
+        try:
+            count = await self._store.incr(principal.digest, self._group, key, expires_at=ends)
+        except StoreUnavailable:
+            raise ToolError(
+                "This call was not run: the server could not check its rate limit just now. "
+                "Retry it in a few seconds."
+            ) from None
+        if count > limit.calls:
+            raise RateLimited(limit, max(1, math.ceil(ends - now)), tool)
