@@ -7,6 +7,9 @@ Transports move bytes; this module turns one line or body into a message dict
 from __future__ import annotations
 
 import json
+import re
+from array import array
+from itertools import accumulate
 from typing import Any
 
 __all__ = [
@@ -14,6 +17,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
+    "MAX_DEPTH",
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
@@ -43,8 +47,14 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 """The request's protocol version is not one this server speaks."""
 
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects a message may have; deeper is -32600."""
+
 Id = str | int
 Message = dict[str, Any]
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 
 class ProtocolError(Exception):
@@ -84,8 +94,14 @@ def parse(data: bytes | str) -> Message:
     The result has a string ``method``, a dict ``params`` (``{}`` when absent)
     and, for requests, an ``id`` that is a string or an integer. Responses sent
     to us (a ``result`` or ``error`` without ``method``) are refused too: this
-    server never sends requests, so it expects none back.
+    server never sends requests, so it expects none back. JSON nested deeper
+    than ``MAX_DEPTH`` is refused before it is parsed (its id is not read), so
+    neither the parser nor anything after it recurses deep.
     """
+    if _too_deep(data):
+        raise ProtocolError(
+            INVALID_REQUEST, f"Invalid Request: JSON nested more than {MAX_DEPTH} levels deep"
+        )
     try:
         message = json.loads(data)
     except (ValueError, RecursionError):
@@ -97,6 +113,22 @@ def parse(data: bytes | str) -> Message:
         )
     _check_envelope(message)
     return message
+
+
+def _too_deep(data: bytes | str) -> bool:
+    """Whether balanced arrays and objects nest deeper than ``MAX_DEPTH``, outside strings.
+
+    Counting brackets is all most messages cost; only one with more brackets than
+    ``MAX_DEPTH`` is scanned, at C speed: strings removed, brackets kept as +1/-1,
+    and the running sum's peak is the depth. Unbalanced brackets are not JSON:
+    those are left to the parser to refuse.
+    """
+    raw = data.encode(errors="replace") if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return False
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS).translate(_SIGNS)
+    depths = list(accumulate(array("b", brackets), initial=0))
+    return depths[-1] == 0 and max(depths) > MAX_DEPTH
 
 
 def _check_envelope(message: Message) -> None:
