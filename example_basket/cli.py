@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -113,11 +114,7 @@ def _secret_keys() -> list[str] | None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(
-        level="WARNING" if args.command == "demo" else args.log_level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    _configure_logging("WARNING" if args.command == "demo" else args.log_level)
     if args.command == "demo":
         from .demo import run_demo
 
@@ -125,6 +122,37 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(_serve, args)
+
+
+def _configure_logging(level: str) -> None:
+    """One line per record on stderr; the server logs one per tool call.
+
+    That line is on every call's path, so what the format never shows is not
+    gathered: the caller's source line, thread and process (the switches the
+    logging HOWTO lists under "Optimization"), and the date is formatted once a
+    second rather than once a record. This roughly halves the cost of a record.
+    """
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    logging._srcfile = None
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+
+
+class _Formatter(logging.Formatter):
+    """``logging.Formatter`` with the default date format, rendered once per second."""
+
+    _second = -1
+    _date = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._date = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = second
+        return f"{self._date},{int(record.msecs):03d}"
 
 
 async def _serve(args: argparse.Namespace) -> None:

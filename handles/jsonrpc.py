@@ -22,8 +22,10 @@ __all__ = [
     "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "Encoded",
     "ProtocolError",
     "dumps",
+    "encode",
     "error_response",
     "parse",
     "request_id",
@@ -75,9 +77,47 @@ class ProtocolError(Exception):
         return error
 
 
+encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""Compact JSON text, as ``dumps`` writes it (``json.dumps`` with those settings)."""
+
+
+class Encoded(dict[str, Any]):
+    """A JSON object that carries its own ``encode`` text, which ``dumps`` reuses.
+
+    A tool result's ``structuredContent`` is encoded for its text block anyway;
+    marking it saves ``dumps`` encoding it a second time. ``json`` must be exactly
+    ``encode(self)``, so the object must not change once built.
+    """
+
+    __slots__ = ("json",)
+
+    def __init__(self, value: dict[str, Any], json: str) -> None:
+        super().__init__(value)
+        self.json = json
+
+
 def dumps(message: Message) -> bytes:
     """Compact UTF-8 JSON with no embedded newline, as stdio framing needs."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    result = message.get("result")
+    if type(result) is dict and type(result.get("structuredContent")) is Encoded:
+        return _with_encoded(message, result).encode()
+    return encode(message).encode()
+
+
+def _with_encoded(message: Message, result: dict[str, Any]) -> str:
+    """``encode(message)``, splicing in the text of the result's ``Encoded`` values."""
+    if not all(type(key) is str for key in (*message, *result)):
+        return encode(message)  # json would turn the keys into strings: leave it to it
+    members = ",".join(f"{encode(key)}:{_text(value)}" for key, value in result.items())
+    fields = (
+        f"{encode(key)}:{{{members}}}" if value is result else f"{encode(key)}:{encode(value)}"
+        for key, value in message.items()
+    )
+    return "{" + ",".join(fields) + "}"
+
+
+def _text(value: Any) -> str:
+    return value.json if type(value) is Encoded else encode(value)
 
 
 def result_response(id: Id, result: dict[str, Any]) -> Message:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import operator
 import types
 import typing
@@ -29,6 +28,7 @@ from .content import (
     TextContent,
     ToolResult,
 )
+from .jsonrpc import Encoded, encode
 
 __all__ = ["Output", "output_for"]
 
@@ -61,10 +61,13 @@ class Output:
             value = self.adapter.validate_python(value)
             structured = self.adapter.dump_python(value, mode="json", by_alias=True)
         if self.wrapped:
-            text = structured if isinstance(structured, str) else _json(structured)
-            structured = {"result": structured}
+            encoded = encode(structured)
+            text = structured if isinstance(structured, str) else encoded
+            structured = Encoded({"result": structured}, f'{{"result":{encoded}}}')
         else:
-            text = _json(structured)
+            text = encode(structured)
+            if type(structured) is dict:
+                structured = Encoded(structured, text)
         content = [{"type": "text", "text": text}]
         return {"content": content, "structuredContent": structured, "isError": False}
 
@@ -112,9 +115,5 @@ def _unstructured(value: Any) -> dict[str, Any]:
         return {"content": [], "isError": False}
     if isinstance(value, list) and all(hasattr(v, "to_wire") for v in value):
         return {"content": [v.to_wire() for v in value], "isError": False}
-    text = value if isinstance(value, str) else _json(to_jsonable_python(value))
+    text = value if isinstance(value, str) else encode(to_jsonable_python(value))
     return {"content": [{"type": "text", "text": text}], "isError": False}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
