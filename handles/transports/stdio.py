@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from collections import deque
 from collections.abc import AsyncIterator
 
@@ -173,13 +174,16 @@ async def _open_pipe(
     loop: asyncio.AbstractEventLoop, fd: int, limit: int
 ) -> tuple[asyncio.ReadTransport, _PipeReader] | None:
     """A pipe transport on a duplicate of ``fd`` (closing it leaves ``fd`` open), or
-    ``None`` if ``fd`` is no pipe, socket or terminal (a regular file, say)."""
-    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    try:
-        transport, reader = await loop.connect_read_pipe(lambda: _PipeReader(limit), pipe)
-    except ValueError:
-        pipe.close()
+    ``None`` unless ``fd`` is a pipe or a socket.
+
+    Terminals and devices such as ``/dev/null`` keep the generic path: epoll
+    refuses some of them, and asyncio would then never finish connecting.
+    """
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return None
+    pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+    transport, reader = await loop.connect_read_pipe(lambda: _PipeReader(limit), pipe)
     return transport, reader
 
 
