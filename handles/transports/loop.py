@@ -23,6 +23,7 @@ __all__ = ["DEFAULT_MAX_CONCURRENCY", "TooLong", "serve_messages"]
 logger = logging.getLogger("handles.transports")
 DEFAULT_MAX_CONCURRENCY = 64
 EOF_GRACE_SECONDS = 5.0
+QUEUE_FACTOR = 16
 Send = Callable[[bytes], Awaitable[None]]
 
 
@@ -55,8 +56,9 @@ class _Loop:
 
     A task per request costs more than a typical request (``start_soon`` is about
     50 µs on asyncio); a worker that finds more requests queued goes straight on to
-    the next one. At most ``limit`` requests are received and not yet finished: the
-    reader waits for one to finish before it reads more.
+    the next one. At most ``limit`` requests run at once and up to ``limit * QUEUE_FACTOR``
+    more wait in order; only when that queue is full does the reader wait. Until then it
+    keeps reading, so a ``notifications/cancelled`` behind busy requests still arrives.
     """
 
     def __init__(self, server: Server, connection: Connection, send: Send, limit: int) -> None:
@@ -65,8 +67,8 @@ class _Loop:
         self.server, self.connection, self.send = server, connection, send
         self.limit = limit
         self.queue: deque[Message] = deque()
+        self.max_queued = limit * QUEUE_FACTOR
         self.in_flight: dict[Any, anyio.CancelScope] = {}
-        self.pending = 0  # received and not finished: queued or running
         self.workers = 0
         self.idle: list[anyio.Event] = []  # one per worker waiting for a request
         self.space: anyio.Event | None = None  # set when the reader may go on
@@ -83,10 +85,9 @@ class _Loop:
             await self._send(error_response(exc.id, exc))
             return
         if "id" in message:
-            while self.pending >= self.limit:
+            while len(self.queue) >= self.max_queued:
                 self.space = anyio.Event()
                 await self.space.wait()
-            self.pending += 1
             self.queue.append(message)
             if self.idle:
                 self.idle.pop().set()
@@ -108,7 +109,9 @@ class _Loop:
         try:
             while True:
                 while self.queue:
-                    await self._request(self.queue.popleft())
+                    message = self.queue.popleft()
+                    self._dequeued()
+                    await self._request(message)
                 if self.closing:
                     return
                 event = anyio.Event()
@@ -130,10 +133,8 @@ class _Loop:
         finally:
             if self.in_flight.get(id) is scope:
                 del self.in_flight[id]
-            self._finished()
 
-    def _finished(self) -> None:
-        self.pending -= 1
+    def _dequeued(self) -> None:
         if self.space is not None:
             self.space.set()
             self.space = None
@@ -150,7 +151,7 @@ class _Loop:
             if message["id"] == id and type(message["id"]) is type(id):
                 logger.debug("request %r cancelled by the client before it started", id)
                 self.queue.remove(message)
-                self._finished()
+                self._dequeued()
                 return
 
     async def _send(self, message: Message) -> None:

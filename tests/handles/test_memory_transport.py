@@ -173,6 +173,30 @@ async def test_a_cancelled_request_stops_and_gets_no_response() -> None:
         assert (reply["id"], structured(reply)) == (8, 2)
 
 
+async def test_a_cancel_behind_a_waiting_request_still_arrives() -> None:
+    """With every slot busy, the reader queues the next request and reads on."""
+    gate = Gate()
+    async with connected(gate, max_concurrency=1) as client:
+        await start_hold(client, "h")
+        await client.send(call("a", "add", a=2, b=3))
+        await client.send(cancel("h"))
+        reply = await client.receive()
+        assert (reply["id"], structured(reply)) == ("a", 5)
+        assert gate.cancelled == ["h"]
+
+
+async def test_a_queued_request_cancelled_before_it_starts_gets_no_response() -> None:
+    gate = Gate()
+    async with connected(gate, max_concurrency=1) as client:
+        await start_hold(client, "h")
+        await client.send(call("a", "add", a=2, b=3))
+        await client.send(cancel("a"))
+        await client.send(call("b", "add", a=1, b=1))
+        await anyio.wait_all_tasks_blocked()
+        gate.open.set()
+        assert [(await client.receive())["id"] for _ in range(2)] == ["h", "b"]
+
+
 async def test_cancel_matches_the_id_type() -> None:
     gate = Gate()
     async with connected(gate) as client:
