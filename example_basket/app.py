@@ -24,6 +24,7 @@ from handles import (
     ToolError,
 )
 from handles.ids import SecretKeys
+from handles.ratelimit import RateLimit, RateLimiter
 from stores import Store
 
 from .catalog import CATALOG, Product, search
@@ -119,10 +120,16 @@ def build_server(
     idle_ttl: float = 1800,
     max_ttl: float = 86400,
     quota: int = 500,
+    rate_limit: int | None = None,
 ) -> Server:
-    """The basket server over ``store``, signing handles with ``secret_keys``."""
+    """The basket server over ``store``, signing handles with ``secret_keys``.
+
+    ``rate_limit`` is tool calls per minute per caller, counted in ``store`` (so
+    shared by replicas); ``None`` or 0 means no limit.
+    """
     kind = basket_kind(idle_ttl, max_ttl, quota)
-    server = Server("example-basket", "0.1.0", instructions=_INSTRUCTIONS)
+    limiter = RateLimiter(store, RateLimit(rate_limit, 60)) if rate_limit else None
+    server = Server("example-basket", "0.1.0", instructions=_INSTRUCTIONS, rate_limit=limiter)
     tools = HandleTools(server, HandleManager(store, [kind], secret_keys=secret_keys))
 
     @server.tool(annotations={"readOnlyHint": True, "openWorldHint": False})

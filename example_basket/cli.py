@@ -23,7 +23,7 @@ from stores import MemoryStore, Store
 
 from .app import build_server
 
-__all__ = ["load_tokens", "main", "make_store", "parse_args"]
+__all__ = ["HTTP_RATE_LIMIT", "load_tokens", "main", "make_store", "parse_args", "rate_limit"]
 
 logger = logging.getLogger("example_basket")
 
@@ -81,6 +81,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="stderr log level; INFO logs one line per tool call (BASKET_LOG_LEVEL)",
     )
     add(
+        "--rate-limit",
+        type=int,
+        default=_optional_int("BASKET_RATE_LIMIT"),
+        help="tool calls per minute per caller, 0 for none (BASKET_RATE_LIMIT); "
+        f"default {HTTP_RATE_LIMIT} over HTTP, none on stdio (one local user)",
+    )
+    add(
         "--tokens",
         default=os.environ.get("BASKET_TOKENS"),
         help="HTTP bearer tokens: a file, or 'token:subject,token:subject' (BASKET_TOKENS)",
@@ -91,6 +98,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="comma-separated browser origins allowed over HTTP (BASKET_ALLOWED_ORIGINS)",
     )
     return parser.parse_args(argv)
+
+
+HTTP_RATE_LIMIT = 600
+"""Tool calls per minute per caller over HTTP unless ``--rate-limit`` says otherwise."""
+
+
+def _optional_int(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value else None
+    except ValueError:
+        raise SystemExit(f"{name}: expected a whole number, got {value[:20]!r}") from None
+
+
+def rate_limit(args: argparse.Namespace) -> int:
+    """Calls per minute per caller: the flag, else 600 over HTTP and none on stdio."""
+    if args.rate_limit is not None:
+        return max(0, int(args.rate_limit))
+    return HTTP_RATE_LIMIT if args.http else 0
 
 
 def make_store(url: str) -> Store:
@@ -164,6 +190,7 @@ async def _serve(args: argparse.Namespace) -> None:
                 idle_ttl=args.basket_idle_ttl,
                 max_ttl=args.basket_max_ttl,
                 quota=args.basket_quota,
+                rate_limit=rate_limit(args),
             )
         except ValueError as exc:
             raise SystemExit(f"example_basket: {exc}") from None

@@ -1,0 +1,89 @@
+"""The demo's rate limit: on by default over HTTP (600 calls a minute per caller), off on stdio."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from example_basket.app import build_server
+from example_basket.cli import HTTP_RATE_LIMIT, parse_args, rate_limit
+from handles.principal import Principal
+from handles.server import Connection, Server
+from stores.memory import MemoryStore
+
+from .support import SECRET, connect, ok, refused, server_params
+
+pytestmark = pytest.mark.anyio
+ALICE, BOB = Principal("alice"), Principal("bob")
+TOO_MANY = re.compile(
+    r"Too many calls: at most 3 calls per minute per caller; try again in \d+ s\."
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "expected"),
+    [
+        ([], {}, 0),
+        (["--http"], {}, HTTP_RATE_LIMIT),
+        (["--http", "--rate-limit", "0"], {}, 0),
+        (["--rate-limit", "5"], {}, 5),
+        ([], {"BASKET_RATE_LIMIT": "7"}, 7),
+        (["--http"], {"BASKET_RATE_LIMIT": "0"}, 0),
+        (["--rate-limit", "9"], {"BASKET_RATE_LIMIT": "7"}, 9),
+    ],
+)
+def test_the_default_depends_on_the_transport(
+    argv: list[str], env: dict[str, str], expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BASKET_RATE_LIMIT", raising=False)
+    monkeypatch.delenv("BASKET_HTTP", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert rate_limit(parse_args(argv)) == expected
+
+
+def test_a_bad_environment_value_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BASKET_RATE_LIMIT", "lots")
+    with pytest.raises(SystemExit, match="BASKET_RATE_LIMIT: expected a whole number"):
+        parse_args([])
+
+
+async def call(server: Server, principal: Principal, tool: str, **arguments: Any) -> Any:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    response = await server.handle(message, Connection(principal, "legacy"))
+    assert response is not None
+    return response["result"]
+
+
+async def test_every_tool_counts_per_caller() -> None:
+    server = build_server(MemoryStore(), secret_keys=SECRET, rate_limit=3)
+    created = await call(server, ALICE, "create_basket")
+    basket_id = created["structuredContent"]["basket_id"]
+    assert not (await call(server, ALICE, "search_catalog", query="mug"))["isError"]
+    assert not (await call(server, ALICE, "get_basket", basket_id=basket_id))["isError"]
+    over = await call(server, ALICE, "list_baskets")
+    assert over["isError"] and TOO_MANY.fullmatch(over["content"][0]["text"])
+    assert not (await call(server, BOB, "list_baskets"))["isError"]
+
+
+async def test_no_limit_by_default() -> None:
+    server = build_server(MemoryStore(), secret_keys=SECRET)
+    assert server.rate_limit is None
+    for _ in range(20):
+        assert not (await call(server, ALICE, "search_catalog", query="mug"))["isError"]
+
+
+async def test_the_flag_over_stdio_with_the_official_client() -> None:
+    params = server_params()
+    params.args = [*params.args, "--rate-limit", "3"]
+    async with connect(params) as client:
+        for _ in range(3):
+            await ok(client, "search_catalog", query="cup")
+        assert TOO_MANY.fullmatch(await refused(client, "search_catalog", query="cup"))
