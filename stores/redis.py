@@ -92,6 +92,16 @@ def _cluster_defaults() -> dict[str, Any]:
     }
 
 
+def _server_defaults() -> dict[str, Any]:
+    """Single-server client settings: a bounded pool, short timeouts, never resend."""
+    return {
+        "max_connections": 64,
+        "timeout": 5.0,
+        "socket_timeout": 2.0,
+        "socket_connect_timeout": 1.0,
+    }
+
+
 def _escape(text: str, specials: str) -> str:
     """Percent-escape ``%`` and ``specials`` so joined key parts stay unambiguous."""
     for char in "%" + specials:
@@ -154,7 +164,10 @@ class RedisStore(Store):
         """Build a store that owns its client; ``aclose()`` closes it.
 
         ``redis://``, ``rediss://`` and ``unix://`` URLs give a ``Redis`` client on a
-        blocking pool (at most 64 connections; a call waits up to 5 s for one).
+        blocking pool (at most 64 connections; a call waits up to 5 s for one)
+        that gives up on connecting after 1 s and on an answer after 2 s, so a
+        dead or hung Redis costs a caller ``StoreUnavailable`` within about 2 s
+        rather than redis-py's 5 s (a script's own work takes milliseconds).
         ``redis+cluster://host:port`` and ``rediss+cluster://`` give a
         ``RedisCluster`` that fails fast while a failover is in progress.
         ``client_kwargs`` override these defaults.
@@ -165,7 +178,7 @@ class RedisStore(Store):
             kwargs = _cluster_defaults() | client_kwargs
             client = RedisCluster.from_url(f"{_CLUSTER_SCHEMES[scheme]}://{rest}", **kwargs)
         else:
-            kwargs = {"max_connections": 64, "timeout": 5.0} | client_kwargs
+            kwargs = _server_defaults() | client_kwargs
             client = Redis.from_pool(BlockingConnectionPool.from_url(url, **kwargs))
         store = cls(client, namespace=namespace, clock=clock)
         store._owns_client = True

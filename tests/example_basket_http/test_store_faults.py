@@ -1,0 +1,281 @@
+"""Store faults under load: Redis dies, hangs, comes back; the server dies, comes back.
+
+Real processes throughout: a ``redis-server`` started here on a free port and a
+temporary directory (so it can be killed and restarted on the same port and data),
+and ``python -m example_basket --http`` replicas in front of it, driven over HTTP.
+
+- Redis killed mid-load: calls get the retryable "store is temporarily unavailable"
+  text, each within a bound; the server stays up and heals by itself once Redis is
+  back. Redis frozen (SIGSTOP): the same, within the client's 2 s socket timeout.
+- Redis with ``appendfsync always``, killed with SIGKILL during 2,000 add_item
+  calls and restarted on its data: every call that succeeded is in its basket.
+- The server killed with SIGKILL and started again on the same Redis and secret:
+  every basket minted before works, with its items.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import tempfile
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from example_basket.catalog import CATALOG
+from tests.redis_fixtures import RedisServer, free_ports, running_redis_server
+
+from .support import demo_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.redis]
+TOKEN = "tok-faults"
+ENV = {"BASKET_TOKENS": f"{TOKEN}:alice"}
+CALL_BOUND = 5.0
+"""No call may take longer than this, even while Redis is down or frozen (a bound)."""
+UNAVAILABLE = (
+    "The basket store is temporarily unavailable. Retry this call in a few seconds.",
+    "This call was not run: the server could not check its rate limit just now. "
+    "Retry it in a few seconds.",
+)
+"""What a call says while Redis is away: its handle's store, or the rate limiter's."""
+NO_LIMIT = ("--rate-limit", "0")
+HIGH_LIMIT = ("--rate-limit", "1000000")
+SKUS = sorted(CATALOG)
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the test drives subprocesses; one backend is enough
+
+
+class Redis:
+    """A redis-server that can be killed, frozen and restarted on its port and data."""
+
+    def __init__(self, directory: Path, *args: str) -> None:
+        self.directory, self.args = directory, args
+        (self.port,) = free_ports(1)
+        self._server: RedisServer | None = None
+        self._context: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self._context = running_redis_server(*self.args, port=self.port, directory=self.directory)
+        self._server = self._context.__enter__()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM kill would."""
+        assert self._context is not None
+        self._context.__exit__(None, None, None)
+        self._context = self._server = None
+
+    def signal(self, number: int) -> None:
+        assert self._server is not None
+        os.kill(self._server.process.pid, number)
+
+
+@contextmanager
+def redis(*args: str) -> Iterator[Redis]:
+    with tempfile.TemporaryDirectory(prefix="redis-faults-") as tmp:
+        server = Redis(Path(tmp), *args)
+        server.start()
+        try:
+            yield server
+        finally:
+            if server._context is not None:
+                server.kill()
+
+
+@dataclass
+class Caller:
+    """Plain JSON-RPC over HTTP, as one token's holder; every call bounded."""
+
+    client: httpx.AsyncClient
+    url: str
+    ids: int = 0
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        self.ids += 1
+        message = {
+            "jsonrpc": "2.0",
+            "id": self.ids,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        try:
+            with anyio.fail_after(CALL_BOUND):
+                reply = await self.client.post(self.url, json=message)
+        except httpx.TransportError as exc:  # reported as an error, with the server's log
+            text = f"transport error: {type(exc).__name__}"
+            return {"content": [{"type": "text", "text": text}], "isError": True}
+        result: dict[str, Any] = reply.json()["result"]
+        return result
+
+    async def basket(self) -> str:
+        result = await self.call("create_basket")
+        assert not result["isError"], result
+        basket_id: str = result["structuredContent"]["basket_id"]
+        return basket_id
+
+    async def items(self, basket_id: str) -> dict[str, int]:
+        result = await self.call("get_basket", basket_id=basket_id)
+        assert not result["isError"], result
+        return {line["sku"]: line["quantity"] for line in result["structuredContent"]["items"]}
+
+
+@dataclass
+class Tally:
+    """Outcomes of add_item calls, per basket and SKU."""
+
+    ok: Counter[tuple[str, str]] = field(default_factory=Counter)
+    unknown: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Calls that reported the store unavailable: their write may or may not have applied."""
+    other: list[str] = field(default_factory=list)
+
+    def record(self, basket_id: str, sku: str, result: dict[str, Any]) -> None:
+        text = result["content"][0]["text"] if result["isError"] else ""
+        if not result["isError"]:
+            self.ok[basket_id, sku] += 1
+        elif text in UNAVAILABLE:
+            self.unknown[basket_id, sku] += 1
+        else:
+            self.other.append(text)
+
+
+@asynccontextmanager
+async def caller(url: str) -> AsyncIterator[Caller]:
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    async with httpx.AsyncClient(headers=headers, timeout=CALL_BOUND) as client:
+        yield Caller(client, url)
+
+
+async def until_ok(alice: Caller, basket_id: str) -> None:
+    """Retry a read until it succeeds: the server heals by itself (bounded)."""
+    with anyio.fail_after(20):
+        while True:
+            if not (await alice.call("get_basket", basket_id=basket_id))["isError"]:
+                return
+            await anyio.sleep(0.1)
+
+
+async def load(alice: Caller, baskets: list[str], tally: Tally, stop: anyio.Event) -> None:
+    rng = random.Random()
+    while not stop.is_set():
+        basket_id, sku = rng.choice(baskets), rng.choice(SKUS)
+        tally.record(basket_id, sku, await alice.call("add_item", basket_id=basket_id, sku=sku))
+
+
+@pytest.mark.parametrize("fault", ["killed", "frozen"])
+async def test_a_redis_outage_is_a_retryable_error_and_heals_by_itself(fault: str) -> None:
+    with (
+        redis(*DURABLE) as store,
+        demo_server("--store", store.url, *HIGH_LIMIT, env=ENV) as server,
+    ):
+        async with caller(server.url) as alice:
+            baskets = [await alice.basket() for _ in range(4)]
+            tally, stop = Tally(), anyio.Event()
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(load, alice, baskets, tally, stop)
+                await anyio.sleep(0.5)
+                if fault == "killed":
+                    store.kill()
+                else:
+                    store.signal(signal.SIGSTOP)
+                await anyio.sleep(3)  # every call in flight and after is bounded
+                if fault == "killed":
+                    store.start()
+                else:
+                    store.signal(signal.SIGCONT)
+                await until_ok(alice, baskets[0])
+                stop.set()
+            healed = [await alice.call("add_item", basket_id=baskets[0], sku=SKUS[0])]
+            healed += [await alice.call("get_basket", basket_id=b) for b in baskets]
+            assert server.process.poll() is None, server.log_tail()
+            log = server.log_tail()
+    assert tally.other == [], log
+    assert sum(tally.unknown.values()) > 0
+    assert [result["isError"] for result in healed] == [False] * 5
+
+
+async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
+    """2,000 add_item calls; Redis (appendfsync always) is SIGKILLed after 700."""
+    attempts, crash_after = 2000, 700
+    with (
+        redis(*DURABLE) as store,
+        demo_server("--store", store.url, *NO_LIMIT, env=ENV) as server,
+    ):
+        async with caller(server.url) as alice:
+            baskets = [await alice.basket() for _ in range(20)]
+            tally, done = Tally(), 0
+            crashed, back = anyio.Event(), anyio.Event()
+
+            async def worker(rng: random.Random) -> None:
+                nonlocal done
+                while done < attempts:
+                    done += 1
+                    if done == crash_after:
+                        crashed.set()
+                    basket_id, sku = rng.choice(baskets), rng.choice(SKUS)
+                    result = await alice.call("add_item", basket_id=basket_id, sku=sku)
+                    tally.record(basket_id, sku, result)
+                    if result["isError"] and not back.is_set():
+                        await anyio.sleep(0.01)  # a client backing off while it fails
+
+            async with anyio.create_task_group() as tg:
+                for seed in range(16):
+                    tg.start_soon(worker, random.Random(seed))
+                await crashed.wait()
+                store.kill()
+                await anyio.sleep(1)
+                store.start()
+                back.set()
+            await until_ok(alice, baskets[0])
+            final = {basket_id: await alice.items(basket_id) for basket_id in baskets}
+            log = server.log_tail()
+    assert tally.other == [], log
+    acknowledged = sum(tally.ok.values())
+    assert acknowledged + sum(tally.unknown.values()) == attempts
+    assert sum(tally.unknown.values()) > 0 and acknowledged > attempts // 2
+    lost = {
+        key: (count, final[key[0]].get(key[1], 0))
+        for key, count in tally.ok.items()
+        if final[key[0]].get(key[1], 0) < count
+    }
+    assert lost == {}
+    invented = {
+        (basket_id, sku): quantity
+        for basket_id, items in final.items()
+        for sku, quantity in items.items()
+        if quantity > tally.ok[basket_id, sku] + tally.unknown[basket_id, sku]
+    }
+    assert invented == {}
+
+
+async def test_baskets_outlive_a_server_killed_with_sigkill() -> None:
+    with redis() as store:
+        with demo_server("--store", store.url, *NO_LIMIT, env=ENV) as first:
+            async with caller(first.url) as alice:
+                baskets = [await alice.basket() for _ in range(50)]
+                for number, basket_id in enumerate(baskets):
+                    sku = SKUS[number % len(SKUS)]
+                    await alice.call("add_item", basket_id=basket_id, sku=sku, quantity=2)
+            first.process.send_signal(signal.SIGKILL)
+            first.process.wait()
+        with demo_server("--store", store.url, *NO_LIMIT, env=ENV) as second:
+            async with caller(second.url) as alice:
+                items = [await alice.items(basket_id) for basket_id in baskets]
+                listed = (await alice.call("list_baskets"))["structuredContent"]["baskets"]
+    assert items == [{SKUS[n % len(SKUS)]: 2} for n in range(50)]
+    assert {entry["basket_id"] for entry in listed} == set(baskets)
