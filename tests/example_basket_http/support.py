@@ -7,7 +7,6 @@ client on it, sending ``Authorization: Bearer <token>`` on every request.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import secrets
@@ -26,7 +25,12 @@ import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
+
+from ..example_basket.support import WAIT as WAIT
+from ..example_basket.support import call as call
+from ..example_basket.support import ok as ok
+from ..example_basket.support import refused as refused
+from ..example_basket.support import unknown as unknown
 
 __all__ = [
     "HANDLE_CALLS",
@@ -46,8 +50,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SECRET = "http-e2e-secret-" + "h" * 32
 TOKENS = "tok-a:alice,tok-b:bob"
 """``--tokens``: ``tok-a`` is alice, ``tok-b`` is bob."""
-WAIT = 15.0
-"""Upper bound for a server start, a stop, or one exchange (a bound, not a timing assertion)."""
 HANDLE_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("get_basket", {}),
     ("add_item", {"sku": "MUG-24"}),
@@ -161,41 +163,6 @@ async def connect(url: str, token: str, mode: str = "auto") -> AsyncIterator[Cli
                 bound.deadline = anyio.current_time() + WAIT
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> CallToolResult:
-    with anyio.fail_after(WAIT):
-        return await client.call_tool(tool, arguments)
-
-
-async def ok(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    """The structured content of a call that must succeed."""
-    result = await call(client, tool, **arguments)
-    assert result.is_error is False, result
-    structured: dict[str, Any] | None = result.structured_content
-    assert structured is not None
-    assert result.content == [
-        TextContent(type="text", text=json.dumps(structured, separators=(",", ":")))
-    ]
-    return structured
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    """The text of a call that must fail with ``isError``."""
-    result = await call(client, tool, **arguments)
-    assert result.is_error is True, result
-    assert result.structured_content is None
-    (block,) = result.content
-    assert isinstance(block, TextContent)
-    return block.text
-
-
 def invented_id() -> str:
     """A well-formed basket id that no server ever issued."""
     return "bsk_" + secrets.token_urlsafe(32)
-
-
-def unknown(basket_id: str) -> str:
-    """The README's text for an unknown basket."""
-    return (
-        f"Unknown basket '{basket_id}'. Copy the basket_id exactly as create_basket returned it, "
-        "call list_baskets to see your open baskets, or call create_basket to start a new one."
-    )
