@@ -61,6 +61,22 @@ class _Cancellations:
         self.changed = anyio.Event()
 
 
+TOOL_NAMES = [
+    "add",
+    "make_point",
+    "stats",
+    "fail",
+    "crash",
+    "slow",
+    "progress",
+    "cancelled",
+    "whoami",
+    "big",
+    "media",
+]
+"""The tools ``build_server`` registers, in ``tools/list`` order."""
+
+
 def build_server(page_size: int = 2) -> Server:
     """The demo server; each call builds a fresh one (with its own cancellation count)."""
     # Replies of a few MB test the pipe; the result cap is tested in test_output_hygiene.

@@ -18,25 +18,14 @@ from typing import Any
 import pytest
 
 from ..node_tools import require_node_tools
+from .demo_server import TOOL_NAMES
 
 pytestmark = pytest.mark.node
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60.0
 """Upper bound for one Inspector run (Node start-up, a server start and a few requests)."""
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "demo", "version": "1.2.3"}}
-ALL_TOOLS = [
-    "add",
-    "make_point",
-    "stats",
-    "fail",
-    "crash",
-    "slow",
-    "progress",
-    "cancelled",
-    "whoami",
-    "big",
-    "media",
-]
+ALL_TOOLS = TOOL_NAMES
 
 
 @dataclass(frozen=True)

@@ -28,25 +28,13 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from .demo_server import PNG, WAV
+from .demo_server import PNG, TOOL_NAMES, WAV
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 10.0
 """Upper bound for each test's exchange with the server (a bound, not a timing assertion)."""
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "demo", "version": "1.2.3"}}
-ALL_TOOLS = [
-    "add",
-    "make_point",
-    "stats",
-    "fail",
-    "crash",
-    "slow",
-    "progress",
-    "cancelled",
-    "whoami",
-    "big",
-    "media",
-]
+ALL_TOOLS = TOOL_NAMES
 pytestmark = pytest.mark.anyio
 
 

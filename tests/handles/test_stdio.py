@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from .demo_server import TOOL_NAMES
+
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 10.0
 """Upper bound for any single read; a bound on waiting, never a timing assertion."""
@@ -422,19 +424,7 @@ def test_listing_walks_every_page(server: RawServer) -> None:
         if cursor is None:
             break
     assert page >= 3
-    assert names == [
-        "add",
-        "make_point",
-        "stats",
-        "fail",
-        "crash",
-        "slow",
-        "progress",
-        "cancelled",
-        "whoami",
-        "big",
-        "media",
-    ]
+    assert names == TOOL_NAMES
 
 
 # -- tools over the pipe ------------------------------------------------------------------
