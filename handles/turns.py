@@ -1,4 +1,4 @@
-"""``Turns``: per-key ``anyio.Lock`` objects, created on demand and dropped when unused.
+"""``Turns``: per-key locks, created on demand and dropped when unused.
 
 In-process callers that update one handle take turns instead of racing a
 compare-and-set: 200 optimistic contenders would retry quadratically often.
@@ -6,7 +6,9 @@ compare-and-set: 200 optimistic contenders would retry quadratically often.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Hashable
+from types import TracebackType
 
 import anyio
 
@@ -14,13 +16,56 @@ __all__ = ["Turn", "Turns"]
 
 
 class Turn:
-    """A lock and the number of tasks holding or awaiting it."""
+    """A lock and the number of tasks holding or awaiting it.
 
-    __slots__ = ("lock", "users")
+    The lock is the turn itself (``turn.lock is turn``), first come, first served.
+    Taking a free turn neither allocates nor yields, as ``anyio.Lock(fast_acquire=True)``;
+    only a task that has to wait creates an ``anyio.Event``. On the hot path,
+    where nobody waits, this costs a small fraction of creating an ``anyio.Lock``.
+    """
+
+    __slots__ = ("_held", "_waiting", "users")
 
     def __init__(self) -> None:
-        self.lock = anyio.Lock(fast_acquire=True)
         self.users = 0
+        self._held = False
+        self._waiting: deque[anyio.Event] | None = None
+
+    @property
+    def lock(self) -> Turn:
+        return self
+
+    async def __aenter__(self) -> None:
+        if not self._held:
+            self._held = True
+            return
+        if self._waiting is None:
+            self._waiting = deque()
+        handed = anyio.Event()
+        self._waiting.append(handed)
+        try:
+            await handed.wait()
+        except BaseException:
+            if handed.is_set():  # the turn was handed over as we were cancelled: pass it on
+                self._release()
+            else:
+                self._waiting.remove(handed)
+            raise
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        """Hand the turn to the longest waiter (it stays held), or free it."""
+        if self._waiting:
+            self._waiting.popleft().set()
+        else:
+            self._held = False
 
 
 class Turns:
