@@ -142,7 +142,7 @@ def main() -> None:
     out += [
         "",
         "Redis round trips per call (<= 2 per add_item, 1 per get_basket) are counted by",
-        "`tests/stores/test_redis_round_trips.py`, not timed here.",
+        "`tests/example_basket/test_redis_round_trips.py`, not timed here.",
         "",
         "## Side by side",
         "",
