@@ -105,31 +105,51 @@ class _Loop:
         self.idle.clear()
 
     async def _work(self) -> None:
-        event: anyio.Event | None = None
         try:
+            while not await self._serve_queue():
+                pass  # a request was cancelled: go on in a fresh cancel scope
+        finally:
+            self.workers -= 1
+
+    async def _serve_queue(self) -> bool:
+        """Run queued requests in one cancel scope; ``True`` once the loop closes.
+
+        Cancelling a request cancels the scope of the worker running it (an anyio
+        ``CancelScope`` per request costs as much as a small request), so the worker
+        returns ``False`` after a cancelled request and starts a fresh scope: the
+        next request never runs in a cancelled one. A request is in ``in_flight``
+        only while its worker is inside it, so the cancel cannot hit another.
+        """
+        with anyio.CancelScope() as scope:
             while True:
                 while self.queue:
                     message = self.queue.popleft()
                     self._dequeued()
-                    await self._request(message)
+                    await self._request(message, scope)
+                    if scope.cancel_called:
+                        return False
                 if self.closing:
-                    return
-                event = anyio.Event()
-                self.idle.append(event)
-                await event.wait()
-        finally:
-            self.workers -= 1
-            if event is not None and event in self.idle:
-                self.idle.remove(event)
+                    return True
+                await self._idle()
+        return False  # the scope caught its own cancellation
 
-    async def _request(self, message: Message) -> None:
-        id = message["id"]
+    async def _idle(self) -> None:
+        event = anyio.Event()
+        self.idle.append(event)
         try:
-            with anyio.CancelScope() as scope:
-                self.in_flight[id] = scope
-                response = await self.server.handle(message, self.connection, self._send)
-                if response is not None:
-                    await self._send(response)
+            await event.wait()
+        except BaseException:
+            if event in self.idle:
+                self.idle.remove(event)
+            raise
+
+    async def _request(self, message: Message, scope: anyio.CancelScope) -> None:
+        id = message["id"]
+        self.in_flight[id] = scope
+        try:
+            response = await self.server.handle(message, self.connection, self._send)
+            if response is not None:
+                await self._send(response)
         finally:
             if self.in_flight.get(id) is scope:
                 del self.in_flight[id]
