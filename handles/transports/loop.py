@@ -73,6 +73,9 @@ class _Loop:
         self.idle: list[anyio.Event] = []  # one per worker waiting for a request
         self.space: anyio.Event | None = None  # set when the reader may go on
         self.closing = False
+        # The running backend's Event class: anyio.Event() looks the backend up on
+        # every call, a tenth of a small request when a worker idles between requests.
+        self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
 
     async def receive(self, data: bytes | TooLong, tg: TaskGroup) -> None:
         if isinstance(data, TooLong):
@@ -134,7 +137,7 @@ class _Loop:
         return False  # the scope caught its own cancellation
 
     async def _idle(self) -> None:
-        event = anyio.Event()
+        event = self.new_event()
         self.idle.append(event)
         try:
             await event.wait()
