@@ -97,11 +97,19 @@ class Encoded(dict[str, Any]):
 
 
 def dumps(message: Message) -> bytes:
-    """Compact UTF-8 JSON with no embedded newline, as stdio framing needs."""
+    """Compact UTF-8 JSON with no embedded newline, as stdio framing needs.
+
+    A lone surrogate has no UTF-8 form, yet a client can send one (as a
+    ``\\ud800`` escape) and errors echo what clients send: such a message is
+    written with ASCII escapes instead, which is valid JSON and reads back the same.
+    """
     result = message.get("result")
-    if type(result) is dict and type(result.get("structuredContent")) is Encoded:
-        return _with_encoded(message, result).encode()
-    return encode(message).encode()
+    try:
+        if type(result) is dict and type(result.get("structuredContent")) is Encoded:
+            return _with_encoded(message, result).encode()
+        return encode(message).encode()
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode()
 
 
 def _with_encoded(message: Message, result: dict[str, Any]) -> str:
@@ -152,14 +160,16 @@ def parse(data: bytes | str) -> Message:
     to us (a ``result`` or ``error`` without ``method``) are refused too: this
     server never sends requests, so it expects none back. JSON nested deeper
     than ``MAX_DEPTH`` is refused before it is parsed (its id is not read), so
-    neither the parser nor anything after it recurses deep.
+    neither the parser nor anything after it recurses deep. Bytes must be
+    strict UTF-8: ``json.loads`` alone would also take UTF-16 and UTF-8-encoded
+    surrogates.
     """
     if _too_deep(data):
         raise ProtocolError(
             INVALID_REQUEST, f"Invalid Request: JSON nested more than {MAX_DEPTH} levels deep"
         )
     try:
-        message = json.loads(data)
+        message = json.loads(data.decode() if isinstance(data, bytes) else data)
     except (ValueError, RecursionError):
         raise ProtocolError(PARSE_ERROR, "Parse error: the message is not valid JSON") from None
     if not isinstance(message, dict):

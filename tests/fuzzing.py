@@ -30,6 +30,7 @@ __all__ = [
     "expected_id",
     "frames",
     "fuzz_settings",
+    "weighted",
 ]
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "200"))
@@ -57,6 +58,13 @@ MODERN_META = {
 }
 
 
+def weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """Each strategy drawn in proportion to its weight (``st.one_of`` would weigh a
+    repeated branch as one)."""
+    table = [strategy for weight, strategy in choices for _ in range(weight)]
+    return st.integers(0, len(table) - 1).flatmap(lambda index: table[index])
+
+
 def fuzz_settings(examples: int = FUZZ_EXAMPLES) -> settings:
     """Settings for a fuzz test: no deadline, shrink little, fixtures shared by examples."""
     return settings(
@@ -71,6 +79,10 @@ def fuzz_settings(examples: int = FUZZ_EXAMPLES) -> settings:
     )
 
 
+surrogates = st.sampled_from(["\ud800", "a\udfff", "\ud83d\ude00"])
+"""Two lone surrogates (no UTF-8 form) and a valid pair, as JSON can carry them."""
+
+
 def _json_values() -> st.SearchStrategy[Any]:
     scalars = (
         st.none()
@@ -80,6 +92,7 @@ def _json_values() -> st.SearchStrategy[Any]:
         | st.floats()  # NaN and Infinity too: Python's json reads them
         | st.text(max_size=30)
         | st.sampled_from(["", "bsk_", "\x00", "é" * 5, "\u202e", "${jndi}", "../../etc"])
+        | surrogates
     )
     return st.recursive(
         scalars,
@@ -117,7 +130,7 @@ def _arguments() -> st.SearchStrategy[Any]:
             "confirm": st.booleans(),
         },
     )
-    return st.one_of(plausible, plausible, as_object, json_values)
+    return weighted((2, plausible), (1, as_object), (1, json_values))
 
 
 def _meta() -> st.SearchStrategy[Any]:
@@ -137,7 +150,7 @@ def _tool_calls() -> st.SearchStrategy[dict[str, Any]]:
     basket = {"basket_id": st.sampled_from(PLACEHOLDERS)}
     line = {**basket, "sku": st.sampled_from(sorted(CATALOG))}
     quantity = {"quantity": st.integers(1, 99)}
-    query = st.sampled_from(["mug", "cup", "x", "Espresso", "é", "zzz"])
+    query = st.sampled_from(["mug", "cup", "x", "Espresso", "é", "zzz"]) | surrogates
     shapes: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         "search_catalog": ({"query": query}, {"limit": st.integers(1, 50)}),
         "create_basket": ({}, {}),
@@ -163,13 +176,13 @@ def _call_params() -> st.SearchStrategy[dict[str, Any]]:
     random_arguments = st.fixed_dictionaries(
         {"name": st.sampled_from(TOOLS), "arguments": _arguments()}
     )
-    return st.tuples(st.one_of(_tool_calls(), _tool_calls(), random_arguments), meta).map(
+    return st.tuples(weighted((2, _tool_calls()), (1, random_arguments)), meta).map(
         lambda pair: pair[0] if pair[1] is None else {**pair[0], "_meta": pair[1]}
     )
 
 
 def _valid_requests() -> st.SearchStrategy[dict[str, Any]]:
-    ids = st.integers(-(2**53), 2**53) | st.text(max_size=10)
+    ids = weighted((3, st.integers(-(2**53), 2**53)), (3, st.text(max_size=10)), (1, surrogates))
     calls = st.fixed_dictionaries(
         {
             "jsonrpc": st.just("2.0"),
@@ -187,7 +200,7 @@ def _valid_requests() -> st.SearchStrategy[dict[str, Any]]:
         },
         optional={"id": ids, "params": st.just({"_meta": MODERN_META}) | st.just({})},
     )
-    return st.one_of(calls, calls, calls, calls, others)
+    return weighted((4, calls), (1, others))
 
 
 def _params() -> st.SearchStrategy[Any]:
@@ -202,7 +215,7 @@ def _params() -> st.SearchStrategy[Any]:
         },
     )
     other = st.dictionaries(st.text(max_size=10), json_values, max_size=3)
-    return st.one_of(call, call, call, other, json_values)
+    return weighted((3, call), (1, other), (1, json_values))
 
 
 def _messages() -> st.SearchStrategy[dict[str, Any]]:
@@ -220,9 +233,9 @@ def _messages() -> st.SearchStrategy[dict[str, Any]]:
             "resources/list",
         ]
     )
-    version = st.one_of(st.just("2.0"), st.just("2.0"), st.just("2.0"), json_values)
+    version = weighted((3, st.just("2.0")), (1, json_values))
     full = st.fixed_dictionaries(
-        {"jsonrpc": version, "method": st.one_of(method, method, method, json_values)},
+        {"jsonrpc": version, "method": weighted((3, method), (1, json_values))},
         optional={
             "id": st.integers() | st.text(max_size=10) | json_values,
             "params": _params(),
@@ -232,7 +245,23 @@ def _messages() -> st.SearchStrategy[dict[str, Any]]:
     missing = st.tuples(full, st.sampled_from(["jsonrpc", "method", "params", "id"])).map(
         lambda pair: {key: value for key, value in pair[0].items() if key != pair[1]}
     )
-    return st.one_of(full, full, full, missing)
+    return weighted((3, full), (1, missing))
+
+
+def _encode(pair: tuple[Any, bool]) -> bytes:
+    """JSON, as ASCII (a lone surrogate becomes a valid \\ud800 escape) or as raw UTF-8
+    (where a lone surrogate makes the bytes invalid)."""
+    message, ascii = pair
+    return json.dumps(message, ensure_ascii=ascii).encode("utf-8", "surrogatepass")
+
+
+def _encode_valid(pair: tuple[Any, bool]) -> bytes:
+    """JSON as raw UTF-8 or ASCII, but always valid UTF-8 (ASCII if it must be)."""
+    message, ascii = pair
+    try:
+        return json.dumps(message, ensure_ascii=ascii).encode()
+    except UnicodeEncodeError:  # a lone surrogate: only an escape can carry it
+        return json.dumps(message).encode()
 
 
 def _deep(depth: int) -> bytes:
@@ -245,17 +274,15 @@ def frames(*, line: bool = False) -> st.SearchStrategy[bytes]:
 
     Basket ids appear as placeholders; ``bind`` puts real ones in.
     """
-    encoded = _messages().map(
-        lambda m: json.dumps(m, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    )
+    encoded = st.tuples(_messages(), st.booleans()).map(_encode)
     raw = st.one_of(
         st.binary(max_size=60),
         st.sampled_from([b"[]", b"[{}]", b"null", b"1", b'"x"', b"{", b"{}", b"   "]),
         st.integers(60, 2000).map(_deep),
         encoded.map(lambda data: data[: len(data) // 2]),
     )
-    valid = _valid_requests().map(lambda m: json.dumps(m, ensure_ascii=False).encode())
-    strategy = st.one_of(valid, valid, valid, valid, valid, valid, encoded, encoded, raw)
+    valid = st.tuples(_valid_requests(), st.booleans()).map(_encode_valid)
+    strategy = weighted((6, valid), (2, encoded), (1, raw))
     if line:
         strategy = strategy.map(lambda data: data.replace(b"\n", b" ").replace(b"\r", b" "))
     return strategy
@@ -281,7 +308,7 @@ def expected_id(frame: bytes, *, line: bool = False) -> Any:
     if line and not frame.strip():
         return NO_RESPONSE
     try:
-        message = json.loads(frame)
+        message = json.loads(frame.decode())  # MCP is strict UTF-8
     except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict):

@@ -57,17 +57,22 @@ class Stream:
     receive: MemoryObjectReceiveStream[bytes]
     basket_ids: list[str]
     sentinels: Iterator[int] = field(default_factory=lambda: itertools.count(10**15))
+    crash: BaseException | None = None
+    """What ended the server's message loop, if anything did."""
 
     async def exchange(self, frame: bytes) -> list[bytes]:
         """Send ``frame`` and a sentinel; return the raw replies, the sentinel's last."""
         expected = 1 + (expected_id(frame) is not NO_RESPONSE)
         sentinel = next(self.sentinels)
         replies: list[bytes] = []
-        with anyio.fail_after(WAIT):
-            await self.send.send(frame)
-            await self.send.send(_ping(sentinel))
-            while len(replies) < expected:
-                replies.append(await self.receive.receive())
+        try:
+            with anyio.fail_after(WAIT):
+                await self.send.send(frame)
+                await self.send.send(_ping(sentinel))
+                while len(replies) < expected:
+                    replies.append(await self.receive.receive())
+        except (anyio.EndOfStream, anyio.BrokenResourceError, TimeoutError) as exc:
+            raise AssertionError(f"no reply; the server loop ended: {self.crash!r:.300}") from exc
         replies.sort(key=lambda reply: json.loads(reply).get("id") == sentinel)
         assert json.loads(replies[-1]) == {"jsonrpc": "2.0", "id": sentinel, "result": {}}
         return replies[:-1]
@@ -88,10 +93,17 @@ async def stream() -> AsyncIterator[Stream]:
             async for data in server_in:
                 yield data
 
-    async with anyio.create_task_group() as tg, server_out, from_server, to_server:
-        connection = Connection(FUZZER)
-        tg.start_soon(serve_messages, server, connection, incoming(), server_out.send)
+    async with anyio.create_task_group() as tg, from_server, to_server:
         stream = Stream(to_server, from_server, [])
+
+        async def serve() -> None:
+            async with server_out:
+                try:
+                    await serve_messages(server, Connection(FUZZER), incoming(), server_out.send)
+                except Exception as exc:  # reported by the next exchange, not by the runner
+                    stream.crash = exc
+
+        tg.start_soon(serve)
         for _ in range(2):
             created = _create_basket(next(stream.sentinels))
             (reply,) = await stream.exchange(created)

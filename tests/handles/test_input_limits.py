@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from example_basket.app import build_server as build_basket
-from handles.jsonrpc import MAX_DEPTH, ProtocolError, parse
+from handles.jsonrpc import MAX_DEPTH, ProtocolError, dumps, parse
 from handles.server import Connection, Server
 from handles.transports.http import http_app
 from handles.transports.memory import connect_memory
@@ -133,3 +133,52 @@ async def test_a_huge_argument_is_refused_with_a_short_message() -> None:
     text = response["result"]["content"][0]["text"]
     assert response["result"]["isError"] and len(text) < 200
     assert text.startswith("Input validation error in search_catalog: query: must be at most 100")
+
+
+# A lone surrogate (legal as a JSON escape, with no UTF-8 form) must not break a reply.
+
+LONE = b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/call","params":{"name":"x\\udfff"}}'
+
+
+def test_a_reply_echoing_a_lone_surrogate_is_ascii_escaped() -> None:
+    data = dumps({"jsonrpc": "2.0", "id": "\ud800", "result": {}})
+    assert data == b'{"jsonrpc":"2.0","id":"\\ud800","result":{}}'
+    assert json.loads(data)["id"] == "\ud800"
+
+
+@pytest.mark.anyio
+async def test_the_stream_transport_survives_lone_surrogates() -> None:
+    server = build_basket(MemoryStore(), secret_keys=KEY)
+    async with connect_memory(server, ALICE) as client:
+        await client.send(LONE)
+        reply = await client.receive()
+        assert reply["id"] == "\ud800" and reply["error"]["code"] == -32602
+        query = {"name": "search_catalog", "arguments": {"query": "\udc00"}}
+        refused = await client.request("\udbff", "tools/call", query)
+        assert refused["id"] == "\udbff" and refused["result"]["isError"] is True
+        assert await client.request(6, "ping") == {"jsonrpc": "2.0", "id": 6, "result": {}}
+
+
+@pytest.mark.anyio
+async def test_the_http_transport_survives_lone_surrogates() -> None:
+    app = http_app(build_basket(MemoryStore(), secret_keys=KEY), principal=ALICE)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000"
+    ) as client:
+        reply = await client.post("/mcp", content=LONE)
+    assert reply.status_code == 200 and reply.json()["id"] == "\ud800"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"jsonrpc":"2.0","id":"\xed\xa0\x80","method":"ping"}',  # a surrogate, UTF-8-encoded
+        '{"jsonrpc":"2.0","id":1,"method":"ping"}'.encode("utf-16"),
+        b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"method":"ping"}',  # a byte order mark
+    ],
+    ids=["encoded-surrogate", "utf-16", "bom"],
+)
+def test_bytes_must_be_strict_utf8(data: bytes) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        parse(data)
+    assert caught.value.code == -32700
