@@ -256,11 +256,19 @@ async def _serve_http(server: Server, args: argparse.Namespace) -> None:
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def _is_file(value: str) -> bool:
+    """Whether ``value`` names a file; a long inline token list is too long for a name."""
+    try:
+        return Path(value).is_file()
+    except OSError:
+        return False
+
+
 def load_tokens(value: str | None) -> dict[str, str]:
     """``token:subject`` pairs, comma- or newline-separated, inline or in a file."""
     if not value:
         return {}
-    text = Path(value).read_text() if Path(value).is_file() else value
+    text = Path(value).read_text() if _is_file(value) else value
     tokens: dict[str, str] = {}
     for entry in text.replace("\n", ",").split(","):
         token, sep, subject = entry.strip().partition(":")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from example_basket.app import build_server
-from example_basket.cli import HTTP_RATE_LIMIT, parse_args, rate_limit
+from example_basket.cli import HTTP_RATE_LIMIT, load_tokens, parse_args, rate_limit
 from handles.principal import Principal
 from handles.server import Connection, Server
 from stores.memory import MemoryStore
@@ -87,3 +87,8 @@ async def test_the_flag_over_stdio_with_the_official_client() -> None:
         for _ in range(3):
             await ok(client, "search_catalog", query="cup")
         assert TOO_MANY.fullmatch(await refused(client, "search_catalog", query="cup"))
+
+
+def test_a_long_inline_token_list_is_not_taken_for_a_file_name() -> None:
+    inline = ",".join(f"token-{n}-{'t' * 20}:client-{n}" for n in range(64))
+    assert len(load_tokens(inline)) == 64
