@@ -19,6 +19,7 @@ import os
 import random
 import signal
 import tempfile
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -142,13 +143,16 @@ class Tally:
     unknown: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Calls that reported the store unavailable: their write may or may not have applied."""
     other: list[str] = field(default_factory=list)
+    slowest_refusal: float = 0.0
+    """Seconds, for the report; the bound is ``CALL_BOUND``."""
 
-    def record(self, basket_id: str, sku: str, result: dict[str, Any]) -> None:
+    def record(self, basket_id: str, sku: str, result: dict[str, Any], took: float) -> None:
         text = result["content"][0]["text"] if result["isError"] else ""
         if not result["isError"]:
             self.ok[basket_id, sku] += 1
         elif text in UNAVAILABLE:
             self.unknown[basket_id, sku] += 1
+            self.slowest_refusal = max(self.slowest_refusal, took)
         else:
             self.other.append(text)
 
@@ -173,7 +177,9 @@ async def load(alice: Caller, baskets: list[str], tally: Tally, stop: anyio.Even
     rng = random.Random()
     while not stop.is_set():
         basket_id, sku = rng.choice(baskets), rng.choice(SKUS)
-        tally.record(basket_id, sku, await alice.call("add_item", basket_id=basket_id, sku=sku))
+        started = time.monotonic()
+        result = await alice.call("add_item", basket_id=basket_id, sku=sku)
+        tally.record(basket_id, sku, result, time.monotonic() - started)
 
 
 @pytest.mark.parametrize("fault", ["killed", "frozen"])
@@ -205,6 +211,8 @@ async def test_a_redis_outage_is_a_retryable_error_and_heals_by_itself(fault: st
             assert server.process.poll() is None, server.log_tail()
             log = server.log_tail()
     assert tally.other == [], log
+    refused, slowest = sum(tally.unknown.values()), tally.slowest_refusal
+    print(f"{fault}: ok={sum(tally.ok.values())} unavailable={refused} slowest={slowest:.2f}s")
     assert sum(tally.unknown.values()) > 0
     assert [result["isError"] for result in healed] == [False] * 5
 
@@ -228,8 +236,9 @@ async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
                     if done == crash_after:
                         crashed.set()
                     basket_id, sku = rng.choice(baskets), rng.choice(SKUS)
+                    started = time.monotonic()
                     result = await alice.call("add_item", basket_id=basket_id, sku=sku)
-                    tally.record(basket_id, sku, result)
+                    tally.record(basket_id, sku, result, time.monotonic() - started)
                     if result["isError"] and not back.is_set():
                         await anyio.sleep(0.01)  # a client backing off while it fails
 
@@ -246,6 +255,8 @@ async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
             log = server.log_tail()
     assert tally.other == [], log
     acknowledged = sum(tally.ok.values())
+    refused, slowest = sum(tally.unknown.values()), tally.slowest_refusal
+    print(f"acknowledged={acknowledged} unavailable={refused} slowest={slowest:.2f}s")
     assert acknowledged + sum(tally.unknown.values()) == attempts
     assert sum(tally.unknown.values()) > 0 and acknowledged > attempts // 2
     lost = {
