@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from typing import Any
 
 try:
-    from redis.asyncio import BlockingConnectionPool, Redis
+    from redis.asyncio import BlockingConnectionPool, Connection, Redis
     from redis.asyncio.cluster import RedisCluster
     from redis.backoff import NoBackoff
     from redis.commands.core import AsyncScript
@@ -99,7 +99,30 @@ def _server_defaults() -> dict[str, Any]:
         "timeout": 5.0,
         "socket_timeout": 2.0,
         "socket_connect_timeout": 1.0,
+        "connection_class": _Connection,  # redis:// only: redis-py picks rediss/unix's
     }
+
+
+class _Connection(Connection):
+    """redis-py's TCP connection, minus a timer task for every command it writes.
+
+    redis-py bounds each write with ``asyncio.wait_for``, which on Python 3.11 starts
+    a task per command: about 110k instructions, an eighth of an ``add_item`` on
+    Redis (callgrind). A command here is a few KB on a connection with nothing else
+    in flight, so the write goes to the socket buffer at once; the answer is still
+    read under ``socket_timeout``, and that read is what bounds a frozen server.
+    Connecting and health checks keep the timeout.
+    """
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if not self.is_connected or self.socket_timeout is None or self.health_check_interval:
+            await super().send_packed_command(command, check_health)
+            return
+        timeout, self.socket_timeout = self.socket_timeout, None
+        try:
+            await super().send_packed_command(command, check_health)
+        finally:
+            self.socket_timeout = timeout
 
 
 def _escape(text: str, specials: str) -> str:
