@@ -28,6 +28,9 @@ from .kinds import HandleKind as HandleKind
 from .kinds import Lifetime as Lifetime
 from .manager import HandleManager as HandleManager
 from .principal import Principal as Principal
+from .ratelimit import RateLimit as RateLimit
+from .ratelimit import RateLimited as RateLimited
+from .ratelimit import RateLimiter as RateLimiter
 from .server import Server as Server
 from .stateful import HandleTools as HandleTools
 from .tools import Tool as Tool
@@ -50,6 +53,9 @@ __all__ = [
     "Lifetime",
     "Principal",
     "QuotaExceeded",
+    "RateLimit",
+    "RateLimited",
+    "RateLimiter",
     "ResourceLink",
     "Server",
     "StorageUnavailable",
