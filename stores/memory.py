@@ -2,7 +2,10 @@
 
 Each method runs without awaiting, so it is atomic for every task of the event
 loop. Expired records are reclaimed lazily from a heap of deadlines: each call
-pops what has expired since the last one, so no call scans the whole store.
+pops what has expired since the last one, at most ``RECLAIM_PER_CALL`` records, so
+no call scans the whole store and none stalls the event loop when many expire at
+once (a million at once took 12 s in one call); the rest go in the next calls.
+Until then an expired record is invisible: reads, lists and limits skip it.
 Not shared between processes: use ``stores.redis.RedisStore`` for replicas.
 """
 
@@ -17,6 +20,9 @@ from .base import LimitExceeded, Record, Store
 __all__ = ["MemoryStore"]
 
 _Address = tuple[str, str, str]
+
+RECLAIM_PER_CALL = 512
+"""The most expired records one call reclaims (stale heap entries are not counted)."""
 
 
 class MemoryStore(Store):
@@ -46,7 +52,7 @@ class MemoryStore(Store):
         address = (owner, group, key)
         if self._live(address, now) is not None:
             return None
-        if limit is not None and len(self._index.get((owner, group), ())) >= limit:
+        if limit is not None and self._count(owner, group, now, limit) >= limit:
             raise LimitExceeded(limit)
         return self._put(address, Record(value, 1, expires_at))
 
@@ -95,9 +101,19 @@ class MemoryStore(Store):
         return count
 
     async def list(self, owner: str, group: str) -> dict[str, Record]:
-        self._reclaim()
+        now = self._reclaim()
+        keys = list(self._index.get((owner, group), ()))
+        records = {key: self._live((owner, group, key), now) for key in keys}
+        return {key: record for key, record in records.items() if record is not None}
+
+    def _count(self, owner: str, group: str, now: float, limit: int) -> int:
+        """Live records of ``(owner, group)``; expired ones are dropped on the way."""
         keys = self._index.get((owner, group), ())
-        return {key: self._records[(owner, group, key)] for key in keys}
+        if len(keys) < limit:
+            return len(keys)
+        for key in list(keys):
+            self._live((owner, group, key), now)
+        return len(self._index.get((owner, group), ()))
 
     def _live(self, address: _Address, now: float) -> Record | None:
         record = self._records.get(address)
@@ -124,14 +140,15 @@ class MemoryStore(Store):
             del self._index[(owner, group)]
 
     def _reclaim(self) -> float:
-        """Drop every record whose deadline has passed; return the time used."""
+        """Drop records whose deadline has passed, at most ``RECLAIM_PER_CALL``; return now."""
         now = self._clock()
-        deadlines = self._deadlines
-        while deadlines and deadlines[0][0] <= now:
+        deadlines, budget = self._deadlines, RECLAIM_PER_CALL
+        while budget and deadlines and deadlines[0][0] <= now:
             _, address = heapq.heappop(deadlines)
             record = self._records.get(address)
             if record is not None and record.expires_at <= now:
                 self._drop(address)
+                budget -= 1
         return now
 
     def _compact(self) -> None:
