@@ -46,6 +46,9 @@ COMMAND="benchmarks/run.sh"
 for knob in B N REPS WINDOWS COLD; do
   [ -n "${!knob:-}" ] && COMMAND="$knob=${!knob} $COMMAND"
 done
+# The code measured: COMMIT if given (e.g. for a copy made with git archive), else HEAD.
+COMMIT=${COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+COMMAND="$COMMAND\` on commit \`$COMMIT"
 "$PY" "$HERE/report.py" "$OUT" "$COMMAND" > "$OUT/RESULTS.md"
 cp "$OUT/RESULTS.md" "$HERE/RESULTS.md"
 echo "wrote $HERE/RESULTS.md (run folder: $OUT)" >&2

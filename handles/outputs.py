@@ -28,7 +28,7 @@ from .content import (
     TextContent,
     ToolResult,
 )
-from .jsonrpc import Encoded, encode
+from .jsonrpc import encode
 
 __all__ = ["Output", "output_for"]
 
@@ -61,13 +61,10 @@ class Output:
             value = self.adapter.validate_python(value)
             structured = self.adapter.dump_python(value, mode="json", by_alias=True)
         if self.wrapped:
-            encoded = encode(structured)
-            text = structured if isinstance(structured, str) else encoded
-            structured = Encoded({"result": structured}, f'{{"result":{encoded}}}')
+            text = structured if isinstance(structured, str) else encode(structured)
+            structured = {"result": structured}
         else:
             text = encode(structured)
-            if type(structured) is dict:
-                structured = Encoded(structured, text)
         content = [{"type": "text", "text": text}]
         return {"content": content, "structuredContent": structured, "isError": False}
 

@@ -24,7 +24,7 @@ from .loop import DEFAULT_MAX_CONCURRENCY, TooLong, serve_messages
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
 
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
-_CHUNK = 256 * 1024
+_CHUNK = 64 * 1024
 
 
 async def serve_stdio(
@@ -184,6 +184,10 @@ async def _open_pipe(
         return None
     pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
     transport, reader = await loop.connect_read_pipe(lambda: _PipeReader(limit), pipe)
+    # asyncio reads up to 256 KiB at a time; a buffer that large comes from mmap and is
+    # then shrunk and unmapped: three system calls and a page fault per read. Reads
+    # below malloc's mmap threshold (128 KiB) come from the heap.
+    transport.max_size = _CHUNK  # type: ignore[attr-defined]
     return transport, reader
 
 
