@@ -57,6 +57,7 @@ Id = str | int
 Message = dict[str, Any]
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _LONG_NUMBER = re.compile(rb"[0-9]{19}")
+_DIGITS = b"0123456789"
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
@@ -145,7 +146,9 @@ def _loads(data: bytes | str) -> Any:
     ``NaN``) or would change: it reads integers beyond 64 bits as floats, so a message
     with a run of 19 digits or more goes to the stdlib, which keeps them exact.
     """
-    if not _LONG_NUMBER.search(data if isinstance(data, bytes) else data.encode(errors="replace")):
+    raw = data if isinstance(data, bytes) else data.encode(errors="replace")
+    # Counting digits (C speed) spares most messages the slower regex search.
+    if len(raw) - len(raw.translate(None, _DIGITS)) < 19 or not _LONG_NUMBER.search(raw):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

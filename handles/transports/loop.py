@@ -56,9 +56,14 @@ class _Loop:
 
     A task per request costs more than a typical request (``start_soon`` is about
     50 µs on asyncio); a worker that finds more requests queued goes straight on to
-    the next one. At most ``limit`` requests run at once and up to ``limit * QUEUE_FACTOR``
-    more wait in order; only when that queue is full does the reader wait. Until then it
-    keeps reading, so a ``notifications/cancelled`` behind busy requests still arrives.
+    the next one. Only one worker at a time is on its way (woken or started, not yet
+    running): each worker, as it takes a request, makes sure another is coming for
+    the rest. Requests that never wait (an in-memory store) then run back to back on
+    one worker, without a wake-up each; requests that wait (Redis) still each get a
+    worker as soon as the one before them waits. At most ``limit`` requests run at
+    once and up to ``limit * QUEUE_FACTOR`` more wait in order; only when that queue
+    is full does the reader wait. Until then it keeps reading, so a
+    ``notifications/cancelled`` behind busy requests still arrives.
     """
 
     def __init__(self, server: Server, connection: Connection, send: Send, limit: int) -> None:
@@ -70,6 +75,7 @@ class _Loop:
         self.max_queued = limit * QUEUE_FACTOR
         self.in_flight: dict[Any, anyio.CancelScope] = {}
         self.workers = 0
+        self.coming = False  # a worker is woken or started and has not yet looked
         self.idle: list[anyio.Event] = []  # one per worker waiting for a request
         self.space: anyio.Event | None = None  # set when the reader may go on
         self.closing = False
@@ -92,13 +98,22 @@ class _Loop:
                 self.space = anyio.Event()
                 await self.space.wait()
             self.queue.append(message)
-            if self.idle:
-                self.idle.pop().set()
-            elif self.workers < self.limit:
-                self.workers += 1
-                tg.start_soon(self._work)
+            self._call_worker(tg)
         elif message["method"] == "notifications/cancelled":
             self._cancel(message["params"].get("requestId"))
+
+    def _call_worker(self, tg: TaskGroup) -> None:
+        """Make sure a worker is on its way to the queue (wake one, or start one)."""
+        if self.coming or not self.queue:
+            return
+        if self.idle:
+            self.idle.pop().set()
+        elif self.workers < self.limit:
+            self.workers += 1
+            tg.start_soon(self._work, tg)
+        else:
+            return  # all busy: each takes the next request when it is done
+        self.coming = True
 
     def close(self) -> None:
         """No more requests will come: idle workers end, busy ones finish the queue."""
@@ -107,14 +122,14 @@ class _Loop:
             event.set()
         self.idle.clear()
 
-    async def _work(self) -> None:
+    async def _work(self, tg: TaskGroup) -> None:
         try:
-            while not await self._serve_queue():
+            while not await self._serve_queue(tg):
                 pass  # a request was cancelled: go on in a fresh cancel scope
         finally:
             self.workers -= 1
 
-    async def _serve_queue(self) -> bool:
+    async def _serve_queue(self, tg: TaskGroup) -> bool:
         """Run queued requests in one cancel scope; ``True`` once the loop closes.
 
         Cancelling a request cancels the scope of the worker running it (an anyio
@@ -125,9 +140,11 @@ class _Loop:
         """
         with anyio.CancelScope() as scope:
             while True:
+                self.coming = False  # this worker is here: the next caller wakes another
                 while self.queue:
                     message = self.queue.popleft()
                     self._dequeued()
+                    self._call_worker(tg)  # for the rest, should this request wait
                     await self._request(message, scope)
                     if scope.cancel_called:
                         return False

@@ -150,6 +150,19 @@ async def test_requests_run_concurrently() -> None:
         assert (reply["id"], structured(reply)) == ("h", "released")
 
 
+async def test_every_request_that_waits_gets_a_worker_of_its_own() -> None:
+    gate = Gate()
+    async with connected(gate) as client:
+        for id in range(10):  # sent at once: each worker hands the rest to the next
+            await client.send(call(id, "hold"))
+        started = [await client.receive() for _ in range(10)]
+        assert sorted(m["params"]["progressToken"] for m in started) == list(range(10))
+        await client.send(call("a", "add", a=2, b=3))
+        assert (await client.receive())["id"] == "a"  # ten hold, one more still runs
+        gate.open.set()
+        assert sorted([(await client.receive())["id"] for _ in range(10)]) == list(range(10))
+
+
 async def test_max_concurrency_bounds_the_requests_in_flight() -> None:
     gate = Gate()
     async with connected(gate, max_concurrency=1) as client:
