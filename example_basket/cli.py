@@ -11,8 +11,6 @@ import contextlib
 import gc
 import logging
 import os
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from handles import Principal, Server
 from stores import MemoryStore, Store
 
 from .app import build_server
+from .logs import configure_logging
 
 __all__ = ["HTTP_RATE_LIMIT", "load_tokens", "main", "make_store", "parse_args", "rate_limit"]
 
@@ -141,7 +140,7 @@ def _secret_keys() -> list[str] | None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    _configure_logging("WARNING" if args.command == "demo" else args.log_level)
+    configure_logging("WARNING" if args.command == "demo" else args.log_level)
     if args.command == "demo":
         from .demo import run_demo
 
@@ -149,57 +148,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(_serve, args)
-
-
-def _configure_logging(level: str) -> None:
-    """One line per record on stderr; the server logs one per tool call.
-
-    That line is on every call's path, so what the format never shows is not
-    gathered: the caller's source line, thread and process (the switches the
-    logging HOWTO lists under "Optimization"), and the date is formatted once a
-    second rather than once a record. This roughly halves the cost of a record.
-    """
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    logging._srcfile = None
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter(_FORMAT))
-    logging.basicConfig(level=level, handlers=[handler])
-
-
-_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-class _Formatter(logging.Formatter):
-    """Writes ``_FORMAT`` directly; the date (default format) is rendered once a second.
-
-    The output is ``logging.Formatter(_FORMAT)``'s, exceptions and stacks included,
-    without its general %-style machinery (15% of a log record, by callgrind).
-    """
-
-    _second = -1
-    _date = ""
-
-    def format(self, record: logging.LogRecord) -> str:
-        record.message = record.getMessage()
-        record.asctime = self.formatTime(record)
-        text = f"{record.asctime} {record.levelname} {record.name}: {record.message}"
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self.formatException(record.exc_info)
-        if record.exc_text:
-            text = f"{text}\n{record.exc_text}" if text[-1:] != "\n" else text + record.exc_text
-        if record.stack_info:
-            stack = self.formatStack(record.stack_info)
-            text = f"{text}\n{stack}" if text[-1:] != "\n" else text + stack
-        return text
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        if datefmt is not None:
-            return super().formatTime(record, datefmt)
-        second = int(record.created)
-        if second != self._second:
-            self._date = time.strftime(self.default_time_format, self.converter(record.created))
-            self._second = second
-        return f"{self._date},{int(record.msecs):03d}"
 
 
 async def _serve(args: argparse.Namespace) -> None:

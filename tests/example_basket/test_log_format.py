@@ -1,11 +1,20 @@
-"""The demo's log formatter writes exactly what ``logging.Formatter`` would."""
+"""The demo's logging: the formatter writes what ``logging.Formatter`` would, and the
+buffered handler loses no line and keeps their order."""
 
 from __future__ import annotations
 
+import asyncio
+import io
+import json
 import logging
+import os
+import subprocess
 import sys
+from pathlib import Path
 
-from example_basket.cli import _FORMAT, _Formatter
+import pytest
+
+from example_basket.logs import FORMAT, BufferedHandler, LineFormatter
 
 
 def records(**options: object) -> tuple[logging.LogRecord, logging.LogRecord]:
@@ -20,8 +29,8 @@ def records(**options: object) -> tuple[logging.LogRecord, logging.LogRecord]:
 
 
 def test_same_lines_as_the_standard_formatter() -> None:
-    ours = _Formatter(_FORMAT)
-    standard = logging.Formatter(_FORMAT)
+    ours = LineFormatter(FORMAT)
+    standard = logging.Formatter(FORMAT)
     try:
         raise ValueError("boom")
     except ValueError:
@@ -35,3 +44,94 @@ def test_same_lines_as_the_standard_formatter() -> None:
     for options in cases:
         a, b = records(**options)
         assert ours.format(a) == standard.format(b), options
+
+
+def buffered(**options: float) -> tuple[logging.Logger, io.StringIO]:
+    stream = io.StringIO()
+    handler = BufferedHandler(stream, **options)  # type: ignore[arg-type]
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    log = logging.Logger("buffered-test", logging.INFO)  # not registered: no global state
+    log.addHandler(handler)
+    return log, stream
+
+
+def test_without_an_event_loop_each_line_is_written_at_once() -> None:
+    log, stream = buffered()
+    log.info("one")
+    assert stream.getvalue() == "INFO one\n"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_lines_wait_at_most_flush_after_and_keep_their_order() -> None:
+    log, stream = buffered(flush_after=0.05)
+    for n in range(3):
+        log.info("call %d", n)
+    assert stream.getvalue() == ""
+    await asyncio.sleep(0.2)
+    assert stream.getvalue() == "INFO call 0\nINFO call 1\nINFO call 2\n"
+    log.info("later")  # a new timer after the last one fired
+    await asyncio.sleep(0.2)
+    assert stream.getvalue().endswith("INFO call 2\nINFO later\n")
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+@pytest.mark.anyio
+async def test_on_trio_each_line_is_written_at_once() -> None:
+    log, stream = buffered(flush_after=60)
+    log.info("one")
+    assert stream.getvalue() == "INFO one\n"
+
+
+@pytest.mark.anyio
+async def test_a_warning_writes_everything_before_it_at_once() -> None:
+    log, stream = buffered(flush_after=60)
+    log.info("first")
+    log.warning("trouble")
+    assert stream.getvalue() == "INFO first\nWARNING trouble\n"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_a_full_buffer_is_written_at_once() -> None:
+    log, stream = buffered(flush_after=60, max_buffer=100)
+    for n in range(20):
+        log.info("line %02d", n)
+    written = stream.getvalue().splitlines()
+    assert 10 <= len(written) < 20 and written == [
+        f"INFO line {n:02d}" for n in range(len(written))
+    ]
+    for handler in log.handlers:
+        handler.flush()  # what logging.shutdown does at exit
+    assert stream.getvalue().splitlines() == [f"INFO line {n:02d}" for n in range(20)]
+
+
+def test_the_served_demo_logs_every_call_by_exit(tmp_path: Path) -> None:
+    """Over a real pipe: the lines buffered when stdin closes are written at exit."""
+    calls = [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "create_basket"}}
+        for n in range(5)
+    ]
+    hello = {
+        "jsonrpc": "2.0",
+        "id": "i",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    lines = [json.dumps(m) for m in (hello, *calls)]
+    done = subprocess.run(
+        [sys.executable, "-m", "example_basket"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HANDLES_SECRET": "s" * 32},
+        check=True,
+    )
+    assert len(done.stdout.splitlines()) == 6
+    logged = [line for line in done.stderr.splitlines() if "tools/call create_basket" in line]
+    assert len(logged) == 5, done.stderr[-2000:]
