@@ -17,6 +17,7 @@ import asyncio
 import logging
 import sys
 import time
+from threading import get_ident
 from typing import TextIO
 
 __all__ = ["FLUSH_AFTER", "MAX_BUFFER", "BufferedHandler", "LineFormatter", "configure_logging"]
@@ -53,6 +54,7 @@ class BufferedHandler(logging.StreamHandler[TextIO]):
         self._lines: list[str] = []
         self._size = 0
         self._timer_loop: asyncio.AbstractEventLoop | None = None  # loop of the pending timer
+        self._timer_thread = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -65,14 +67,18 @@ class BufferedHandler(logging.StreamHandler[TextIO]):
         if record.levelno >= logging.WARNING or self._size >= self.max_buffer:
             self.flush()
             return
+        pending = self._timer_loop
+        if pending is not None and pending.is_running() and self._timer_thread == get_ident():
+            return  # this thread's loop has a timer set: it writes this line too
         try:
+            # On Python 3.11 this costs a getpid() system call, so only the first
+            # line of each batch asks.
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop in this thread: nothing would come back for it
             self.flush()
             return
-        if self._timer_loop is not loop:
-            self._timer_loop = loop
-            loop.call_later(self.flush_after, self._on_timer)
+        self._timer_loop, self._timer_thread = loop, get_ident()
+        loop.call_later(self.flush_after, self._on_timer)
 
     def flush(self) -> None:
         """Write what is buffered (``logging.shutdown`` calls this at exit)."""

@@ -34,6 +34,10 @@ class TooLong:
         self.limit = limit
 
 
+Deliver = Callable[[bytes], bool]
+"""Takes one incoming line at once if it can (see ``serve_messages``)."""
+
+
 async def serve_messages(
     server: Server,
     connection: Connection,
@@ -41,12 +45,23 @@ async def serve_messages(
     send: Send,
     *,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    direct: Callable[[Deliver], None] | None = None,
 ) -> None:
-    """Serve until ``incoming`` ends; then let in-flight requests finish (bounded)."""
-    loop = _Loop(server, connection, send, max_concurrency)
+    """Serve until ``incoming`` ends; then let in-flight requests finish (bounded).
+
+    A transport whose reads arrive in callbacks can pass ``direct``: it is called
+    once with a function that takes a line there and then (a request while the
+    queue has room, a notification) and returns ``True``, or returns ``False`` and
+    leaves the line to ``incoming``, which must then yield it, and every line after
+    it until it has caught up, so that order is kept. That spares each read a hop
+    through the reader task.
+    """
     async with anyio.create_task_group() as tg:
+        loop = _Loop(server, connection, send, max_concurrency, tg)
+        if direct is not None:
+            direct(loop.receive_nowait)
         async for data in incoming:
-            await loop.receive(data, tg)
+            await loop.receive(data)
         loop.close()
         tg.cancel_scope.deadline = anyio.current_time() + EOF_GRACE_SECONDS
 
@@ -66,10 +81,12 @@ class _Loop:
     ``notifications/cancelled`` behind busy requests still arrives.
     """
 
-    def __init__(self, server: Server, connection: Connection, send: Send, limit: int) -> None:
+    def __init__(
+        self, server: Server, connection: Connection, send: Send, limit: int, tg: TaskGroup
+    ) -> None:
         if limit < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {limit}")
-        self.server, self.connection, self.send = server, connection, send
+        self.server, self.connection, self.send, self.tg = server, connection, send, tg
         self.limit = limit
         self.queue: deque[Message] = deque()
         self.max_queued = limit * QUEUE_FACTOR
@@ -83,7 +100,23 @@ class _Loop:
         # every call, a tenth of a small request when a worker idles between requests.
         self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
 
-    async def receive(self, data: bytes | TooLong, tg: TaskGroup) -> None:
+    def receive_nowait(self, data: bytes) -> bool:
+        """``receive`` if it needs no waiting and sends nothing, else ``False``."""
+        try:
+            message = parse(data)
+        except ProtocolError:
+            return False  # ``receive`` parses it again and sends the error
+        if "id" not in message:
+            if message["method"] == "notifications/cancelled":
+                self._cancel(message["params"].get("requestId"))
+            return True
+        if len(self.queue) >= self.max_queued:
+            return False
+        self.queue.append(message)
+        self._call_worker()
+        return True
+
+    async def receive(self, data: bytes | TooLong) -> None:
         if isinstance(data, TooLong):
             text = f"Invalid Request: the message exceeds the {data.limit}-byte limit"
             await self._send(error_response(None, ProtocolError(INVALID_REQUEST, text)))
@@ -98,11 +131,11 @@ class _Loop:
                 self.space = anyio.Event()
                 await self.space.wait()
             self.queue.append(message)
-            self._call_worker(tg)
+            self._call_worker()
         elif message["method"] == "notifications/cancelled":
             self._cancel(message["params"].get("requestId"))
 
-    def _call_worker(self, tg: TaskGroup) -> None:
+    def _call_worker(self) -> None:
         """Make sure a worker is on its way to the queue (wake one, or start one)."""
         if self.coming or not self.queue:
             return
@@ -110,7 +143,7 @@ class _Loop:
             self.idle.pop().set()
         elif self.workers < self.limit:
             self.workers += 1
-            tg.start_soon(self._work, tg)
+            self.tg.start_soon(self._work)
         else:
             return  # all busy: each takes the next request when it is done
         self.coming = True
@@ -122,14 +155,14 @@ class _Loop:
             event.set()
         self.idle.clear()
 
-    async def _work(self, tg: TaskGroup) -> None:
+    async def _work(self) -> None:
         try:
-            while not await self._serve_queue(tg):
+            while not await self._serve_queue():
                 pass  # a request was cancelled: go on in a fresh cancel scope
         finally:
             self.workers -= 1
 
-    async def _serve_queue(self, tg: TaskGroup) -> bool:
+    async def _serve_queue(self) -> bool:
         """Run queued requests in one cancel scope; ``True`` once the loop closes.
 
         Cancelling a request cancels the scope of the worker running it (an anyio
@@ -144,7 +177,7 @@ class _Loop:
                 while self.queue:
                     message = self.queue.popleft()
                     self._dequeued()
-                    self._call_worker(tg)  # for the rest, should this request wait
+                    self._call_worker()  # for the rest, should this request wait
                     await self._request(message, scope)
                     if scope.cancel_called:
                         return False

@@ -135,3 +135,16 @@ def test_the_served_demo_logs_every_call_by_exit(tmp_path: Path) -> None:
     assert len(done.stdout.splitlines()) == 6
     logged = [line for line in done.stderr.splitlines() if "tools/call create_basket" in line]
     assert len(logged) == 5, done.stderr[-2000:]
+
+
+def test_a_timer_left_on_a_finished_loop_does_not_hold_lines_back() -> None:
+    log, stream = buffered(flush_after=0.05)
+
+    async def log_and_leave(text: str, wait: float) -> None:
+        log.info(text)
+        await asyncio.sleep(wait)
+
+    asyncio.run(log_and_leave("first", 0))  # the loop ends before its timer fires
+    assert stream.getvalue() == ""
+    asyncio.run(log_and_leave("second", 0.2))
+    assert stream.getvalue() == "INFO first\nINFO second\n"
