@@ -11,6 +11,7 @@ import secrets
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
+from typing_extensions import TypedDict  # typing's, nested in a model, breaks on 3.11
 
 from handles import (
     Context,
@@ -41,7 +42,7 @@ class Basket(BaseModel):
     items: dict[str, int] = {}
 
 
-class Line(BaseModel):
+class Line(TypedDict):  # a TypedDict, so a view's lines stay plain dicts
     sku: str
     name: str
     quantity: int
@@ -96,13 +97,14 @@ def basket_kind(
 
 
 def view(basket_id: str, basket: Basket) -> BasketView:
-    lines = [
+    """What the basket tools return. Every value comes from the catalog and the
+    basket's validated state, so it is built without validating it again
+    (``model_construct``: a third of ``add_item``'s pydantic time went to it)."""
+    lines: list[Line] = [
         {"sku": sku, "name": _NAMES[sku], "quantity": n, "unit_price": _PRICES[sku]}
         for sku, n in basket.items.items()
     ]
-    # One validation of plain data costs a fraction of building each Line on its own.
-    data = {"basket_id": basket_id, "items": lines, "total": _total(basket)}
-    return BasketView.model_validate(data)
+    return BasketView.model_construct(basket_id=basket_id, items=lines, total=_total(basket))
 
 
 _NAMES = {sku: product.name for sku, product in CATALOG.items()}

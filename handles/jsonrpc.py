@@ -56,8 +56,8 @@ MAX_DEPTH = 64
 Id = str | int
 Message = dict[str, Any]
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_LONG_NUMBER = re.compile(rb"[0-9]{19}")
-_DIGITS = b"0123456789"
+_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_NINETEEN_DIGITS = b"0" * 19
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
@@ -147,8 +147,8 @@ def _loads(data: bytes | str) -> Any:
     with a run of 19 digits or more goes to the stdlib, which keeps them exact.
     """
     raw = data if isinstance(data, bytes) else data.encode(errors="replace")
-    # Counting digits (C speed) spares most messages the slower regex search.
-    if len(raw) - len(raw.translate(None, _DIGITS)) < 19 or not _LONG_NUMBER.search(raw):
+    # Digits become "0" and all else " ": two C-speed passes, no regex.
+    if _NINETEEN_DIGITS not in raw.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
