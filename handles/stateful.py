@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
@@ -207,7 +208,9 @@ def _leaves_open(result: Any) -> bool:
 
 async def _call(fn: ToolFunction, kwargs: dict[str, Any]) -> Any:
     result = fn(**kwargs)
-    return await result if inspect.isawaitable(result) else result
+    if type(result) is CoroutineType or inspect.isawaitable(result):
+        return await result
+    return result
 
 
 def _params(fn: ToolFunction) -> dict[str, inspect.Parameter]:

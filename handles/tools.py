@@ -56,6 +56,8 @@ class Tool:
     #: Argument-model field name -> parameter name, for parameters pydantic cannot
     #: hold under their own name (``_private``, ``schema``, ``model_config``...).
     renamed: dict[str, str] = field(default_factory=dict)
+    #: ``fn`` is a coroutine function: awaited directly, with no awaitable check.
+    is_async: bool = False
 
     @classmethod
     def from_function(
@@ -89,6 +91,7 @@ class Tool:
             injected,
             not is_async and in_thread is not False,
             renamed,
+            is_async,
         )
 
     async def call(self, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
@@ -102,11 +105,14 @@ class Tool:
             parsed = self.arguments.__pydantic_validator__.validate_python(arguments)
         except ValidationError as exc:
             return _error(f"Input validation error in {self.name}: {describe_errors(exc)}.")
-        kwargs = {self.renamed.get(key, key): value for key, value in parsed.__dict__.items()}
+        values = parsed.__dict__
+        renamed = self.renamed
+        kwargs = {renamed.get(k, k): v for k, v in values.items()} if renamed else dict(values)
         for param, kind in self.injected.items():
             kwargs[param] = context if kind is Context else context.principal
         try:
-            return self._convert(await self._run(kwargs))
+            value = await self.fn(**kwargs) if self.is_async else await self._run(kwargs)
+            return self._convert(value)
         except ToolError as exc:
             return _error(str(exc))
         except ProtocolError:
