@@ -7,6 +7,7 @@ answers malformed input with a JSON-RPC error, then keeps serving.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import AsyncIterable, Awaitable, Callable
@@ -18,13 +19,48 @@ from anyio.abc import TaskGroup
 from ..jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
 from ..server import Connection, Server
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "TooLong", "serve_messages"]
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "TooLong", "asyncio_loop", "serve_messages"]
 
 logger = logging.getLogger("handles.transports")
 DEFAULT_MAX_CONCURRENCY = 64
 EOF_GRACE_SECONDS = 5.0
 QUEUE_FACTOR = 16
 Send = Callable[[bytes], Awaitable[None]]
+
+
+def asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or ``None`` on another backend (trio)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    try:
+        from sniffio import current_async_library
+    except ImportError:  # anyio works without sniffio, and then assumes asyncio too
+        return loop
+    return loop if current_async_library() == "asyncio" else None
+
+
+class _Wakeup:
+    """An idle worker's ``anyio.Event``, on asyncio as a bare future.
+
+    ``anyio.Event`` wraps ``asyncio.Event``, which makes a future per wait (and on
+    Python 3.11 looks the loop up with a ``getpid()`` system call): about a tenth of
+    a small request at one call in flight. Cancelling the waiting task cancels the
+    future, as with any asyncio await.
+    """
+
+    __slots__ = ("_future",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._future: asyncio.Future[None] = loop.create_future()
+
+    def set(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+    async def wait(self) -> None:
+        await self._future
 
 
 class TooLong:
@@ -93,12 +129,16 @@ class _Loop:
         self.in_flight: dict[Any, anyio.CancelScope] = {}
         self.workers = 0
         self.coming = False  # a worker is woken or started and has not yet looked
-        self.idle: list[anyio.Event] = []  # one per worker waiting for a request
+        self.idle: list[anyio.Event | _Wakeup] = []  # one per worker waiting for a request
         self.space: anyio.Event | None = None  # set when the reader may go on
         self.closing = False
-        # The running backend's Event class: anyio.Event() looks the backend up on
-        # every call, a tenth of a small request when a worker idles between requests.
-        self.new_event: Callable[[], anyio.Event] = type(anyio.Event())
+        # What an idle worker waits on: a bare future on asyncio (see _Wakeup), else
+        # the running backend's Event class (anyio.Event() looks the backend up on
+        # every call).
+        loop = asyncio_loop()
+        self.new_event: Callable[[], anyio.Event | _Wakeup] = (
+            type(anyio.Event()) if loop is None else lambda: _Wakeup(loop)
+        )
 
     def receive_nowait(self, data: bytes) -> bool:
         """``receive`` if it needs no waiting and sends nothing, else ``False``."""

@@ -19,7 +19,7 @@ import anyio
 
 from ..principal import Principal
 from ..server import Connection, Server
-from .loop import DEFAULT_MAX_CONCURRENCY, Deliver, TooLong, serve_messages
+from .loop import DEFAULT_MAX_CONCURRENCY, Deliver, TooLong, asyncio_loop, serve_messages
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
 
@@ -79,7 +79,7 @@ async def read_lines(
     On an asyncio pipe, lines that ``direct.deliver`` takes as they are read are not
     yielded (see ``serve_messages``).
     """
-    loop = _asyncio_loop()
+    loop = asyncio_loop()
     pipe = None if loop is None else await _open_pipe(loop, fd, limit, direct or _Direct())
     if pipe is None:
         lines = _Lines(limit)
@@ -193,19 +193,6 @@ class _PipeReader(asyncio.Protocol):
     def _wake(self) -> None:
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_result(None)
-
-
-def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop, or ``None`` on another backend (trio)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-    try:
-        from sniffio import current_async_library
-    except ImportError:  # anyio works without sniffio, and then assumes asyncio too
-        return loop
-    return loop if current_async_library() == "asyncio" else None
 
 
 async def _open_pipe(
