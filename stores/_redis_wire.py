@@ -165,7 +165,7 @@ def _expire(reply: asyncio.Future[Any]) -> None:
 
 def _pack(args: tuple[bytes | str | int | float, ...]) -> bytes:
     """A command in RESP: an array of bulk strings."""
-    parts = [b"*%d\r\n" % len(args)]
+    packed = bytearray(b"*%d\r\n" % len(args))
     for arg in args:
         if type(arg) is bytes:
             data = arg
@@ -175,8 +175,8 @@ def _pack(args: tuple[bytes | str | int | float, ...]) -> bytes:
             data = b"%d" % arg
         else:
             data = repr(arg).encode()
-        parts.append(b"$%d\r\n%b\r\n" % (len(data), data))
-    return b"".join(parts)
+        packed += b"$%d\r\n%b\r\n" % (len(data), data)
+    return bytes(packed)
 
 
 def _reply(reply: Any) -> Any:

@@ -81,6 +81,9 @@ _UNAVAILABLE = (
     OSError,
 )
 
+_KEY_CACHE_SIZE = 4096
+"""``(owner, group)`` pairs whose key strings are kept; the cache empties when full."""
+
 _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 
@@ -140,8 +143,12 @@ def _unavailable() -> Iterator[None]:
     try:
         yield
     except _UNAVAILABLE as exc:
-        # The class name only: messages may carry addresses; the cause keeps detail.
-        raise StoreUnavailable(f"Redis is unavailable ({type(exc).__name__})") from exc
+        raise _unavailable_error(exc) from exc
+
+
+def _unavailable_error(exc: BaseException) -> StoreUnavailable:
+    # The class name only: messages may carry addresses; the cause keeps detail.
+    return StoreUnavailable(f"Redis is unavailable ({type(exc).__name__})")
 
 
 class RedisStore(Store):
@@ -172,6 +179,7 @@ class RedisStore(Store):
         self._discovering = asyncio.Lock()
         self._slots: asyncio.Semaphore | None = None  # see from_url
         self._wire: Wire | None = None  # see from_url
+        self._key_cache: dict[tuple[str, str], tuple[str, str]] = {}
         self._slot_wait = 0.0
         self._create = client.register_script(_redis_lua.CREATE)
         self._get = client.register_script(_redis_lua.GET)
@@ -295,6 +303,12 @@ class RedisStore(Store):
     ) -> Any:
         """Run a record script: ``KEYS = [record, index]``, ``ARGV = [now, key, *args]``."""
         prefix, index = self._keys(owner, group)
+        if self._wire is not None:  # the common case, without the cluster's steps
+            try:
+                keys, argv = [prefix + key, index], [_time(now), key, *args]
+                return await self._call_wire(self._wire, script, keys, argv)
+            except _UNAVAILABLE as exc:
+                raise _unavailable_error(exc) from exc
         with _unavailable():
             await self._discover()
             return await self._call(script, [prefix + key, index], [_time(now), key, *args])
@@ -356,10 +370,15 @@ class RedisStore(Store):
 
     def _keys(self, owner: str, group: str) -> tuple[str, str]:
         """The record key prefix and the index key of ``(owner, group)``."""
-        # An empty tag would hash the whole key; "%" alone is no escaped string.
-        base = f"{self.namespace}:{{{_escape(owner, '{}') or '%'}}}"
-        group = _escape(group, ":")
-        return f"{base}:r:{group}:", f"{base}:i:{group}"
+        keys = self._key_cache.get((owner, group))
+        if keys is None:
+            if len(self._key_cache) >= _KEY_CACHE_SIZE:
+                self._key_cache.clear()
+            # An empty tag would hash the whole key; "%" alone is no escaped string.
+            base = f"{self.namespace}:{{{_escape(owner, '{}') or '%'}}}"
+            escaped = _escape(group, ":")
+            keys = self._key_cache[owner, group] = f"{base}:r:{escaped}:", f"{base}:i:{escaped}"
+        return keys
 
 
 def _px(expires_at: float, now: float) -> int:
