@@ -224,14 +224,13 @@ class RedisStore(Store):
             client = Redis.from_pool(ConnectionPool.from_url(url, max_connections=size, **kwargs))
         store = cls(client, namespace=namespace, clock=clock)
         store._owns_client = True
-        if not isinstance(client, RedisCluster):
+        if isinstance(client, RedisCluster):
+            return store
+        if scheme in ("redis", "unix") and not client_kwargs:
+            connect, reply = kwargs["socket_connect_timeout"], kwargs["socket_timeout"]
+            store._wire = Wire(url, connect_timeout=connect, timeout=reply)
+        else:
             store._slots, store._slot_wait = asyncio.Semaphore(size), wait
-            if scheme in ("redis", "unix") and not client_kwargs:
-                store._wire = Wire(
-                    url,
-                    connect_timeout=kwargs["socket_connect_timeout"],
-                    timeout=kwargs["socket_timeout"],
-                )
         return store
 
     async def aclose(self) -> None:
@@ -293,9 +292,7 @@ class RedisStore(Store):
 
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         prefix, index = self._keys(owner, group)
-        with _unavailable():
-            await self._discover()
-            flat = await self._call(self._list, [index], [_time(self._clock()), prefix])
+        flat = await self._script(self._list, [index], [_time(self._clock()), prefix])
         return {flat[i].decode(): _record(flat[i + 1 : i + 4]) for i in range(0, len(flat), 4)}
 
     async def _run(
@@ -303,15 +300,20 @@ class RedisStore(Store):
     ) -> Any:
         """Run a record script: ``KEYS = [record, index]``, ``ARGV = [now, key, *args]``."""
         prefix, index = self._keys(owner, group)
+        return await self._script(script, [prefix + key, index], [_time(now), key, *args])
+
+    async def _script(
+        self, script: AsyncScript, keys: Sequence[str], args: Sequence[EncodableT]
+    ) -> Any:
+        """Run ``script`` on the store's own connection, else through redis-py."""
         if self._wire is not None:  # the common case, without the cluster's steps
             try:
-                keys, argv = [prefix + key, index], [_time(now), key, *args]
-                return await self._call_wire(self._wire, script, keys, argv)
+                return await self._call_wire(self._wire, script, keys, args)
             except _UNAVAILABLE as exc:
                 raise _unavailable_error(exc) from exc
         with _unavailable():
             await self._discover()
-            return await self._call(script, [prefix + key, index], [_time(now), key, *args])
+            return await self._call(script, keys, args)
 
     async def _call(
         self, script: AsyncScript, keys: Sequence[str], args: Sequence[EncodableT]
@@ -324,8 +326,6 @@ class RedisStore(Store):
         condition, a lock and a timer per command: ~75k instructions of an 850k
         ``add_item`` that makes two calls (callgrind).
         """
-        if self._wire is not None:
-            return await self._call_wire(self._wire, script, keys, args)
         slots = self._slots
         if slots is None:
             return await script(keys=keys, args=args)

@@ -14,15 +14,20 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from stores._redis_wire import _Protocol
+from stores.redis import RedisStore
 
 __all__ = [
     "RedisCluster",
@@ -216,3 +221,43 @@ def redis_cluster() -> Iterator[RedisCluster]:
     """A Redis Cluster shared by the session; tests keep apart by namespace."""
     with running_redis_cluster() as cluster:
         yield cluster
+
+
+class CountingConnection(redis.asyncio.Connection):
+    """redis-py's connection, counting the requests it writes: one per round trip."""
+
+    sent = 0
+
+    async def send_packed_command(
+        self, command: bytes | str | Iterable[bytes], check_health: bool = True
+    ) -> None:
+        CountingConnection.sent += 1
+        await super().send_packed_command(command, check_health)
+
+
+STORE_PATHS = ["redis-py", "wire"]
+"""The two ways a ``RedisStore`` from ``from_url`` reaches Redis (see ``counting_store``)."""
+
+
+def counting_store(
+    url: str, path: str, monkeypatch: pytest.MonkeyPatch, **options: Any
+) -> RedisStore:
+    """A store from ``from_url`` whose requests add to ``CountingConnection.sent``.
+
+    ``path`` "redis-py": through redis-py's client (any client option selects it);
+    "wire": through the store's own pipelined connection, as a plain URL does.
+    """
+    if path == "redis-py":
+        store = RedisStore.from_url(url, connection_class=CountingConnection, **options)
+        assert store._wire is None
+        return store
+    request = _Protocol.request
+
+    async def counted(self: _Protocol, command: bytes, timeout: float) -> Any:  # noqa: ASYNC109
+        CountingConnection.sent += 1
+        return await request(self, command, timeout)
+
+    monkeypatch.setattr(_Protocol, "request", counted)
+    store = RedisStore.from_url(url, **options)
+    assert store._wire is not None
+    return store

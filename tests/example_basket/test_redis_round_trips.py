@@ -2,24 +2,22 @@
 
 Issue 7's budget: at most 2 per ``add_item`` (read, then compare-and-set) and 1 per
 ``get_basket`` (read with renewal). Counted twice, independently: requests written
-by the client's connections, and ``EVALSHA`` calls in the server's commandstats.
+by the client's connections, and ``EVALSHA`` calls in the server's commandstats; on both
+of a ``RedisStore``'s paths (redis-py's client, and its own connection, which the demo uses).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import redis
-import redis.asyncio
 
 from example_basket.app import build_server
 from handles import Principal, Server
 from handles.server import Connection
-from stores.redis import RedisStore
-from tests.redis_fixtures import RedisServer
+from tests.redis_fixtures import STORE_PATHS, CountingConnection, RedisServer, counting_store
 
 pytestmark = pytest.mark.anyio
 
@@ -31,23 +29,13 @@ def anyio_backend() -> str:
     return "asyncio"  # redis.asyncio runs on asyncio only
 
 
-class CountingConnection(redis.asyncio.Connection):
-    """Counts the requests written to the server: one per round trip."""
-
-    sent = 0
-
-    async def send_packed_command(
-        self, command: bytes | str | Iterable[bytes], check_health: bool = True
-    ) -> None:
-        CountingConnection.sent += 1
-        await super().send_packed_command(command, check_health)
-
-
-@pytest.fixture
-async def basket_server(redis_server: RedisServer) -> AsyncIterator[Server]:
+@pytest.fixture(params=STORE_PATHS)
+async def basket_server(
+    request: pytest.FixtureRequest, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Server]:
     namespace = f"trips-{uuid.uuid4().hex[:8]}"
-    async with RedisStore.from_url(
-        redis_server.url, namespace=namespace, connection_class=CountingConnection
+    async with counting_store(
+        redis_server.url, request.param, monkeypatch, namespace=namespace
     ) as store:
         yield build_server(store, secret_keys=[SECRET])
 

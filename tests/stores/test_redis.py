@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,14 @@ from redis.crc import key_slot
 from stores import StoreUnavailable
 from stores.redis import RedisStore
 from stores.testing import ManualClock
-from tests.redis_fixtures import RedisServer, free_ports, running_redis_server
+from tests.redis_fixtures import (
+    STORE_PATHS,
+    CountingConnection,
+    RedisServer,
+    counting_store,
+    free_ports,
+    running_redis_server,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -190,24 +197,14 @@ async def test_physical_expiry_is_in_milliseconds(redis_server: RedisServer) -> 
         assert await client.pexpiretime(index) == index_deadline  # indexes never shrink
 
 
-class CountingConnection(redis.asyncio.Connection):
-    """Counts the requests written to the server: one per round trip."""
-
-    sent = 0
-
-    async def send_packed_command(
-        self, command: bytes | str | Iterable[bytes], check_health: bool = True
-    ) -> None:
-        CountingConnection.sent += 1
-        await super().send_packed_command(command, check_health)
-
-
-async def test_each_method_is_one_round_trip(redis_server: RedisServer) -> None:
+@pytest.mark.parametrize("path", STORE_PATHS)
+async def test_each_method_is_one_round_trip(
+    redis_server: RedisServer, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = ManualClock()
     url, server = redis_server.url, redis_server.client()
-    async with RedisStore.from_url(
-        url, namespace="trips", clock=clock, connection_class=CountingConnection
-    ) as store:
+    store = counting_store(url, path, monkeypatch, namespace=f"trips-{path}", clock=clock)
+    async with store:
 
         def calls(key: str) -> dict[str, Awaitable[object]]:
             later = clock() + TTL
