@@ -22,8 +22,8 @@ import anyio
 from example_basket.app import build_server
 from example_basket.catalog import CATALOG
 from handles import Principal
-from handles.jsonrpc import parse
-from handles.server import Connection
+from handles.server.dispatch import Connection
+from handles.server.jsonrpc import parse
 from stores import MemoryStore
 
 SKUS = list(CATALOG)

@@ -25,7 +25,7 @@ from handles import (
     ToolError,
 )
 from handles.ids import SecretKeys
-from handles.ratelimit import RateLimit, RateLimiter
+from handles.server.ratelimit import RateLimit, RateLimiter
 from stores import Store
 
 from .catalog import CATALOG, Product, search

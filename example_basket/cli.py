@@ -177,9 +177,8 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 async def _serve_http(server: Server, args: argparse.Namespace) -> None:
-    from handles.auth import StaticTokenVerifier
-    from handles.transports.http import serve_http
-    from handles.transports.http_checks import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS
+    from handles.transports.auth import StaticTokenVerifier
+    from handles.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, serve_http
 
     tokens = load_tokens(args.tokens)
     hosts, origins = list(DEFAULT_ALLOWED_HOSTS), list(DEFAULT_ALLOWED_ORIGINS)

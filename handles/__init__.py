@@ -1,25 +1,31 @@
 """mcp-handles: principal-bound, expiring state handles for MCP tool servers.
 
-The pieces, from the wire up: ``Server`` (tools/list and tools/call in both MCP
-eras) with its transports in ``handles.transports``; ``HandleKind`` and
-``HandleManager`` (mint, check, read, update, close and list handles over a
-``stores.Store``); ``HandleTools`` (stateful tools in a few lines).
+Two wings, joined in one place:
+
+- the handle layer (this package's modules): ``HandleKind`` and ``Lifetime``
+  (``kinds``), ``HandleManager`` (``manager``: mint, check, read, update, close and
+  list handles over a ``stores.Store``), ``Handle``, ``Principal`` and the errors;
+- the MCP core (``handles.server``, with its transports in ``handles.transports``):
+  ``Server``, ``Tool``, content types, ``Context`` and rate limits;
+- ``HandleTools`` (``stateful``) puts handles behind tools of a ``Server``.
+
+The handle layer is imported at once; the core only when one of its names is first
+used, so ``from handles import HandleManager`` inside another MCP framework loads no
+second server.
 """
 
-from .content import AudioContent as AudioContent
-from .content import EmbeddedResource as EmbeddedResource
-from .content import ImageContent as ImageContent
-from .content import InputRequired as InputRequired
-from .content import ResourceLink as ResourceLink
-from .content import TextContent as TextContent
-from .content import ToolResult as ToolResult
-from .context import Context as Context
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import HandleClosed as HandleClosed
 from .errors import HandleConflict as HandleConflict
 from .errors import HandleError as HandleError
 from .errors import HandleExpired as HandleExpired
 from .errors import QuotaExceeded as QuotaExceeded
 from .errors import StorageUnavailable as StorageUnavailable
+from .errors import ToolError as ToolError
 from .errors import TransientHandleError as TransientHandleError
 from .errors import UnknownHandle as UnknownHandle
 from .errors import WrongKind as WrongKind
@@ -28,13 +34,24 @@ from .kinds import HandleKind as HandleKind
 from .kinds import Lifetime as Lifetime
 from .manager import HandleManager as HandleManager
 from .principal import Principal as Principal
-from .ratelimit import RateLimit as RateLimit
-from .ratelimit import RateLimited as RateLimited
-from .ratelimit import RateLimiter as RateLimiter
-from .server import Server as Server
-from .stateful import HandleTools as HandleTools
-from .tools import Tool as Tool
-from .tools import ToolError as ToolError
+
+if TYPE_CHECKING:
+    from .server import AudioContent as AudioContent
+    from .server import Context as Context
+    from .server import EmbeddedResource as EmbeddedResource
+    from .server import ImageContent as ImageContent
+    from .server import InputRequired as InputRequired
+    from .server import RateLimit as RateLimit
+    from .server import RateLimited as RateLimited
+    from .server import RateLimiter as RateLimiter
+    from .server import ResourceLink as ResourceLink
+    from .server import Server as Server
+    from .server import TextContent as TextContent
+    from .server import Tool as Tool
+    from .server import ToolResult as ToolResult
+    from .stateful import HandleTools as HandleTools
+
+    __version__: str
 
 __all__ = [
     "AudioContent",
@@ -67,3 +84,37 @@ __all__ = [
     "UnknownHandle",
     "WrongKind",
 ]
+
+_LAZY = {
+    "AudioContent": ".server",
+    "Context": ".server",
+    "EmbeddedResource": ".server",
+    "ImageContent": ".server",
+    "InputRequired": ".server",
+    "RateLimit": ".server",
+    "RateLimited": ".server",
+    "RateLimiter": ".server",
+    "ResourceLink": ".server",
+    "Server": ".server",
+    "TextContent": ".server",
+    "Tool": ".server",
+    "ToolResult": ".server",
+    "HandleTools": ".stateful",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("mcp-handles")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, "__version__"})

@@ -1,23 +1,37 @@
-"""The errors a model sees when a handle cannot be used.
+"""Every error a caller can see, on its two planes.
 
-Each error has a stable ``code``, a ``message`` saying what happened and a ``hint``
-naming the tool to call next; ``str(error)`` is both, the full text for the model.
-They are ``ToolError``s, so a tool that lets one escape sends the model an ``isError``
-result with that text, never a JSON-RPC error::
+MCP reports a failure in one of two ways, and which one decides who reads it:
 
-    HandleError                  base; .code .message .hint .retryable
-    ├── UnknownHandle            "unknown": never issued, mistyped, or another caller's
-    ├── WrongKind                "wrong_kind": one of the caller's handles of another kind
-    ├── HandleExpired            "expired": its lifetime ran out (.expired_at)
-    ├── HandleClosed             "closed": closed or checked out (.reason, .closed_at)
-    ├── QuotaExceeded            "quota_exceeded": too many live handles (.limit)
-    └── TransientHandleError     retryable: the same call may succeed shortly
-        ├── StorageUnavailable   "store_unavailable": wraps stores.base.StoreUnavailable
-        └── HandleConflict       "conflict": concurrent changes won every retry
+    protocol errors: a JSON-RPC ``error`` object, read by the client library
+        handles.server.jsonrpc.ProtocolError     .code .message .data
+            -32700 parse error        -32600 invalid request     -32601 method not found
+            -32602 invalid params     -32603 internal error      -32020 header mismatch
+            -32021 missing client capability                     -32022 unsupported version
+
+    tool execution errors: a result with ``isError: true``, read by the model
+        ToolError                    raise from a tool; its text is what the model sees
+        ├── RateLimited              (handles.server.ratelimit) over a call rate limit
+        └── HandleError              a handle could not be used; .code .message .hint
+            ├── UnknownHandle        "unknown": never issued, mistyped, or another caller's
+            ├── WrongKind            "wrong_kind": one of the caller's handles of another kind
+            ├── HandleExpired        "expired": its lifetime ran out (.expired_at)
+            ├── HandleClosed         "closed": closed or checked out (.reason, .closed_at)
+            ├── QuotaExceeded        "quota_exceeded": too many live handles (.limit)
+            └── TransientHandleError retryable: the same call may succeed shortly
+                ├── StorageUnavailable  "store_unavailable": wraps stores.StoreUnavailable
+                └── HandleConflict      "conflict": concurrent changes won every retry
+
+A tool that lets a ``ToolError`` escape sends the model an ``isError`` result with its
+text, never a JSON-RPC error; any other exception becomes an ``isError`` result that
+says only that the call failed, so no traceback reaches a client. Each ``HandleError``
+has a stable ``code``, a ``message`` saying what happened and a ``hint`` naming the
+tool to call next; ``str(error)`` is both.
 
 ``UnknownHandle`` reads the same whatever the real reason, so a foreign handle cannot
 be told from an invented one. Values the caller sent are echoed quoted and cut to
 60 characters.
+
+This module imports nothing of the MCP core, so the handle layer stands alone.
 """
 
 from __future__ import annotations
@@ -25,7 +39,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from .kinds import HandleKind, iso_utc
-from .tools import ToolError
 
 __all__ = [
     "HandleClosed",
@@ -34,6 +47,7 @@ __all__ = [
     "HandleExpired",
     "QuotaExceeded",
     "StorageUnavailable",
+    "ToolError",
     "TransientHandleError",
     "UnknownHandle",
     "WrongKind",
@@ -49,6 +63,13 @@ def echo(value: str) -> str:
     if len(value) > _ECHO_LIMIT:
         value = f"{value[:_ECHO_LIMIT]}…"
     return repr(value)
+
+
+class ToolError(Exception):
+    """Raise from a tool to send the caller ``isError: true`` with this message.
+
+    Say what went wrong and what to do next: the message is shown to the model.
+    """
 
 
 def _article(word: str) -> str:

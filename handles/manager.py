@@ -21,14 +21,14 @@ from pydantic import BaseModel
 
 from stores.base import LimitExceeded, Store, StoreUnavailable
 
+from ._guard import Guard
+from ._turns import Turns
+from ._writes import Writer
 from .errors import QuotaExceeded, StorageUnavailable
-from .guard import Guard
 from .handle import Handle, Updated
 from .ids import HandleCodec, SecretKeys
 from .kinds import HandleKind
 from .principal import Principal
-from .turns import Turns
-from .writes import Writer
 
 __all__ = ["HandleManager"]
 

@@ -32,14 +32,14 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
-from .content import InputRequired, ToolResult
-from .docstrings import split_docstring
 from .handle import Handle
 from .kinds import HandleKind
 from .manager import HandleManager
 from .principal import Principal
-from .server import Server
-from .tools import Tool, ToolFunction
+from .server._docstrings import split_docstring
+from .server.content import InputRequired, ToolResult
+from .server.dispatch import Server
+from .server.tools import Tool, ToolFunction
 
 __all__ = ["HandleTools"]
 

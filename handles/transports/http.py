@@ -16,11 +16,10 @@ from typing import Any
 
 import anyio
 
-from ..auth import WELL_KNOWN, BearerAuth, Challenge, TokenVerifier
-from ..jsonrpc import Message, ProtocolError, error_response, parse
 from ..principal import Principal
-from ..server import Connection, Server
-from .http_checks import (
+from ..server.dispatch import Connection, Server
+from ..server.jsonrpc import Message, ProtocolError, error_response, parse
+from ._http_checks import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
     AllowList,
@@ -29,7 +28,7 @@ from .http_checks import (
     request_era,
     status_for,
 )
-from .http_reply import (
+from ._http_reply import (
     Receive,
     Reply,
     RequestHeaders,
@@ -41,8 +40,16 @@ from .http_reply import (
     send_json,
     send_response,
 )
+from .auth import WELL_KNOWN, BearerAuth, Challenge, TokenVerifier
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "HttpApp", "http_app", "serve_http"]
+__all__ = [
+    "DEFAULT_ALLOWED_HOSTS",
+    "DEFAULT_ALLOWED_ORIGINS",
+    "DEFAULT_MAX_BODY_BYTES",
+    "HttpApp",
+    "http_app",
+    "serve_http",
+]
 
 logger = logging.getLogger("handles.transports.http")
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024

@@ -14,10 +14,10 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..jsonrpc import Message, dumps
 from ..principal import Principal
-from ..server import Connection, Server
-from .loop import serve_messages
+from ..server.dispatch import Connection, Server
+from ..server.jsonrpc import Message, dumps
+from ._loop import serve_messages
 
 __all__ = ["MemoryClient", "connect_memory"]
 

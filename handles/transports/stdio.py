@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 import anyio
 
 from ..principal import Principal
-from ..server import Connection, Server
-from .loop import DEFAULT_MAX_CONCURRENCY, Deliver, TooLong, asyncio_loop, serve_messages
+from ..server.dispatch import Connection, Server
+from ._loop import DEFAULT_MAX_CONCURRENCY, Deliver, TooLong, asyncio_loop, serve_messages
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 
-from handles.content import (
+from handles.server.content import (
     AudioContent,
     Content,
     EmbeddedResource,
@@ -33,10 +33,10 @@ from handles.content import (
     InputRequired,
     TextContent,
 )
-from handles.context import Context
-from handles.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
-from handles.server import Server
-from handles.tools import Tool, ToolError
+from handles.server.context import Context
+from handles.server.dispatch import Server
+from handles.server.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
+from handles.server.tools import Tool, ToolError
 from handles.transports.http import http_app, serve_http
 
 __all__ = ["build_server", "main"]

@@ -10,7 +10,7 @@ import pytest
 from example_basket.app import build_server
 from example_basket.cli import HTTP_RATE_LIMIT, load_tokens, parse_args, rate_limit
 from handles.principal import Principal
-from handles.server import Connection, Server
+from handles.server.dispatch import Connection, Server
 from stores.memory import MemoryStore
 
 from .support import SECRET, connect, ok, refused, server_params

@@ -16,7 +16,7 @@ import pytest
 
 from example_basket.app import build_server
 from handles import Principal, Server
-from handles.server import Connection
+from handles.server.dispatch import Connection
 from tests.redis_fixtures import STORE_PATHS, CountingConnection, RedisServer, counting_store
 
 pytestmark = pytest.mark.anyio

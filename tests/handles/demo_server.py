@@ -15,7 +15,8 @@ import anyio
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from handles.content import (
+from handles.principal import Principal
+from handles.server.content import (
     AudioContent,
     Content,
     EmbeddedResource,
@@ -23,10 +24,9 @@ from handles.content import (
     ResourceLink,
     TextContent,
 )
-from handles.context import Context
-from handles.principal import Principal
-from handles.server import Server
-from handles.tools import ToolError
+from handles.server.context import Context
+from handles.server.dispatch import Server
+from handles.server.tools import ToolError
 from handles.transports.stdio import DEFAULT_MAX_LINE_BYTES, serve_stdio
 
 __all__ = ["PNG", "WAV", "Point", "build_server", "main"]

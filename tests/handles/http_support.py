@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import uvicorn
 
-from handles.context import Context
 from handles.principal import Principal
-from handles.server import Server
-from handles.tools import ToolError
+from handles.server.context import Context
+from handles.server.dispatch import Server
+from handles.server.tools import ToolError
 
 __all__ = ["ALICE", "BOB", "Probe", "build_server", "serving"]
 

@@ -12,7 +12,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import OctKey, RSAKey
 
-from handles.auth import (
+from handles.principal import Principal
+from handles.transports.auth import (
     BearerAuth,
     Challenge,
     StaticTokenVerifier,
@@ -20,8 +21,7 @@ from handles.auth import (
     adapt_sdk_verifier,
     principal_from_access_token,
 )
-from handles.jwt import JWTVerifier
-from handles.principal import Principal
+from handles.transports.jwt import JWTVerifier
 
 pytestmark = pytest.mark.anyio
 RESOURCE = "https://mcp.example.com/mcp"

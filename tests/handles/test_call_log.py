@@ -10,7 +10,7 @@ import pytest
 
 from example_basket.app import build_server
 from handles.principal import Principal
-from handles.server import Connection, Server
+from handles.server.dispatch import Connection, Server
 from stores.memory import MemoryStore
 from tests.handles.support import FailingStore
 

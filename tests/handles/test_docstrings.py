@@ -7,7 +7,7 @@ import inspect
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handles.docstrings import split_docstring
+from handles.server._docstrings import split_docstring
 
 
 def test_empty() -> None:

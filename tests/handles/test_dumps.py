@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from handles.jsonrpc import dumps, encode, parse, result_response
-from handles.outputs import output_for
+from handles.server._outputs import output_for
+from handles.server.jsonrpc import dumps, encode, parse, result_response
 
 texts = st.text()  # lone surrogates included: those take the stdlib's ASCII path
 scalars = (

@@ -20,7 +20,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from example_basket.app import build_server
-from handles.auth import StaticTokenVerifier
+from handles.transports.auth import StaticTokenVerifier
 from handles.transports.http import http_app
 from stores.memory import MemoryStore
 from tests.fuzzing import (

@@ -28,8 +28,8 @@ from hypothesis import given
 
 from example_basket.app import build_server
 from handles.principal import Principal
-from handles.server import Connection
-from handles.transports.loop import serve_messages
+from handles.server.dispatch import Connection
+from handles.transports._loop import serve_messages
 from stores.memory import MemoryStore
 from tests.fuzzing import (
     FUZZ_EXAMPLES,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from handles.jsonrpc import ProtocolError
-from handles.transports.http_checks import (
+from handles.server.jsonrpc import ProtocolError
+from handles.transports._http_checks import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
     Acceptance,

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from handles.auth import StaticTokenVerifier
+from handles.transports.auth import StaticTokenVerifier
 from handles.transports.http import http_app
 
 from .http_support import ALICE, BOB, SECRET, Probe, build_server, serving

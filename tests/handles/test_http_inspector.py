@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from handles.auth import StaticTokenVerifier
+from handles.transports.auth import StaticTokenVerifier
 from handles.transports.http import http_app
 
 from ..node_tools import NodeTools, require_node_tools

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from handles.auth import StaticTokenVerifier
+from handles.transports.auth import StaticTokenVerifier
 from handles.transports.http import HttpApp, http_app
 
 from .http_support import ALICE, BOB, SECRET, build_server

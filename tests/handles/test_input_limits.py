@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from example_basket.app import build_server as build_basket
-from handles.jsonrpc import MAX_DEPTH, ProtocolError, dumps, parse
-from handles.server import Connection, Server
+from handles.server.dispatch import Connection, Server
+from handles.server.jsonrpc import MAX_DEPTH, ProtocolError, dumps, parse
 from handles.transports.http import http_app
 from handles.transports.memory import connect_memory
 from stores.memory import MemoryStore

@@ -9,8 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handles import jsonrpc
-from handles.jsonrpc import ProtocolError, dumps, error_response, parse, request_id, result_response
+from handles.server import jsonrpc
+from handles.server.jsonrpc import (
+    ProtocolError,
+    dumps,
+    error_response,
+    parse,
+    request_id,
+    result_response,
+)
 
 ID_MESSAGE = '"id" must be a string or an integer'
 

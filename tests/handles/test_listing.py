@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handles.jsonrpc import INVALID_PARAMS, ProtocolError
-from handles.listing import ToolPages
+from handles.server._listing import ToolPages
+from handles.server.jsonrpc import INVALID_PARAMS, ProtocolError
 
 MODERN = {"ttlMs": 5, "cacheScope": "private"}
 

@@ -18,9 +18,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from handles.context import Context
 from handles.principal import Principal
-from handles.server import Server
+from handles.server.context import Context
+from handles.server.dispatch import Server
 from handles.transports.memory import MemoryClient, connect_memory
 from handles.transports.stdio import serve_stdio
 

@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from handles.context import Context
 from handles.principal import Principal
-from handles.server import Server
+from handles.server.context import Context
+from handles.server.dispatch import Server
 from handles.transports.memory import MemoryClient, connect_memory
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from handles.jsonrpc import dumps
-from handles.server import DEFAULT_MAX_RESULT_BYTES, Connection, Server
+from handles.server.dispatch import DEFAULT_MAX_RESULT_BYTES, Connection, Server
+from handles.server.jsonrpc import dumps
 from handles.transports.http import http_app
 from handles.transports.memory import connect_memory
 from tests.handles.support import ALICE

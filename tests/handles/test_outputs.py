@@ -11,7 +11,8 @@ import pytest
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from handles.content import (
+from handles.server._outputs import output_for
+from handles.server.content import (
     AudioContent,
     Content,
     EmbeddedResource,
@@ -21,7 +22,6 @@ from handles.content import (
     TextContent,
     ToolResult,
 )
-from handles.outputs import output_for
 
 
 class Item(BaseModel):

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from handles.jsonrpc import ProtocolError
-from handles.protocol import (
+from handles.server.jsonrpc import ProtocolError
+from handles.server.protocol import (
     LATEST_LEGACY_VERSION,
     SUPPORTED_VERSIONS,
     RequestMeta,

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from handles.principal import Principal
-from handles.ratelimit import RateLimit, RateLimited, RateLimiter
-from handles.server import Connection, Server
-from handles.tools import ToolError
+from handles.server.dispatch import Connection, Server
+from handles.server.ratelimit import RateLimit, RateLimited, RateLimiter
+from handles.server.tools import ToolError
 from stores.memory import MemoryStore
 from stores.redis import RedisStore
 from tests.handles.support import ALICE, BOB, CountingStore, FailingStore, FakeClock

@@ -26,7 +26,7 @@ from handles.errors import HandleError, HandleExpired, UnknownHandle
 from handles.kinds import HandleKind, Lifetime
 from handles.manager import HandleManager
 from handles.principal import Principal
-from handles.server import Connection, Server
+from handles.server.dispatch import Connection, Server
 from stores.memory import MemoryStore
 from tests.handles.support import (
     ALICE,

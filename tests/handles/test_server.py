@@ -9,12 +9,12 @@ from typing import Any
 import anyio
 import pytest
 
-from handles.content import InputRequired, TextContent, ToolResult
-from handles.context import Context
-from handles.jsonrpc import Message, dumps, parse
 from handles.principal import Principal
-from handles.server import Connection, Server
-from handles.tools import Tool
+from handles.server.content import InputRequired, TextContent, ToolResult
+from handles.server.context import Context
+from handles.server.dispatch import Connection, Server
+from handles.server.jsonrpc import Message, dumps, parse
+from handles.server.tools import Tool
 
 pytestmark = pytest.mark.anyio
 

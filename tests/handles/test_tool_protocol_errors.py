@@ -14,8 +14,10 @@ from typing import Any
 import anyio
 import pytest
 
-from handles.context import Context
-from handles.jsonrpc import (
+from handles.principal import Principal
+from handles.server.context import Context
+from handles.server.dispatch import Connection, Server
+from handles.server.jsonrpc import (
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     Message,
@@ -23,10 +25,8 @@ from handles.jsonrpc import (
     dumps,
     parse,
 )
-from handles.principal import Principal
-from handles.protocol import RequestMeta
-from handles.server import Connection, Server
-from handles.tools import Tool, ToolError
+from handles.server.protocol import RequestMeta
+from handles.server.tools import Tool, ToolError
 
 pytestmark = pytest.mark.anyio
 

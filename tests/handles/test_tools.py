@@ -11,12 +11,12 @@ import anyio.lowlevel
 import pytest
 from pydantic import BaseModel, Field
 
-from handles.content import ImageContent, InputRequired, TextContent, ToolResult
-from handles.context import Context
 from handles.principal import Principal
-from handles.protocol import RequestMeta
-from handles.server import Server
-from handles.tools import Tool, ToolError
+from handles.server.content import ImageContent, InputRequired, TextContent, ToolResult
+from handles.server.context import Context
+from handles.server.dispatch import Server
+from handles.server.protocol import RequestMeta
+from handles.server.tools import Tool, ToolError
 
 PRINCIPAL = Principal("alice", issuer="https://issuer.example")
 
@@ -420,7 +420,7 @@ async def test_unexpected_errors_are_generic_and_logged(caplog: pytest.LogCaptur
         error=True,
     )
     assert "secret" not in str(result)
-    (record,) = [r for r in caplog.records if r.name == "handles.tools"]
+    (record,) = [r for r in caplog.records if r.name == "handles.server.tools"]
     assert record.getMessage() == "tool f failed"
     assert record.exc_info is not None and "secret detail" in str(record.exc_info[1])
 

@@ -4,7 +4,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from handles.turns import Turns
+from handles._turns import Turns
 
 pytestmark = pytest.mark.anyio
 

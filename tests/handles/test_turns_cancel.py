@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from handles.turns import Turns
+from handles._turns import Turns
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from handles.validation import describe_errors, shorten
+from handles.server._validation import describe_errors, shorten
 
 
 class Colour(enum.Enum):

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .principal import Principal
+from ..principal import Principal
 from .protocol import Era, RequestMeta
 
 __all__ = ["Context"]

@@ -16,8 +16,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ..jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
-from ..server import Connection, Server
+from ..server.dispatch import Connection, Server
+from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "TooLong", "asyncio_loop", "serve_messages"]
 

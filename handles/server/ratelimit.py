@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from stores.base import Store, StoreUnavailable
 
-from .principal import Principal
-from .tools import ToolError
+from ..errors import ToolError
+from ..principal import Principal
 
 __all__ = ["RateLimit", "RateLimited", "RateLimiter"]
 

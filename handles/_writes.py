@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from stores.base import Store
 
+from ._guard import Guard, closed_group
 from .errors import HandleConflict, HandleExpired
-from .guard import Guard, closed_group
 from .handle import Handle, Updated
 from .kinds import HandleKind
 

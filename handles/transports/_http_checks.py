@@ -13,7 +13,7 @@ import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..jsonrpc import (
+from ..server.jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -24,7 +24,7 @@ from ..jsonrpc import (
     Message,
     ProtocolError,
 )
-from ..protocol import (
+from ..server.protocol import (
     CLIENT_CAPABILITIES,
     LEGACY_VERSIONS,
     MODERN_VERSIONS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ..jsonrpc import INVALID_REQUEST, Message, ProtocolError, dumps, error_response
+from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, dumps, error_response
 
 __all__ = [
     "Receive",

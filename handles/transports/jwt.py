@@ -16,7 +16,7 @@ import os
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .principal import Principal
+from ..principal import Principal
 
 if TYPE_CHECKING:
     from joserfc.jwk import KeyFlexible
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JWTVerifier"]
 
-logger = logging.getLogger("handles.jwt")
+logger = logging.getLogger("handles.transports.jwt")
 DEFAULT_LEEWAY_SECONDS = 30
 
 

@@ -14,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+from ..principal import Principal
+from ._listing import ToolPages
+from ._validation import shorten
 from .context import Context, Notify
 from .jsonrpc import (
     INTERNAL_ERROR,
@@ -25,8 +28,6 @@ from .jsonrpc import (
     error_response,
     result_response,
 )
-from .listing import ToolPages
-from .principal import Principal
 from .protocol import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,
@@ -40,7 +41,6 @@ from .protocol import (
 )
 from .ratelimit import RateLimiter
 from .tools import Tool, ToolError, ToolFunction
-from .validation import shorten
 
 __all__ = ["DEFAULT_MAX_RESULT_BYTES", "Connection", "Server"]
 

@@ -1,0 +1,226 @@
+"""Tools from typed Python functions.
+
+The signature becomes the ``inputSchema`` (JSON Schema 2020-12 through pydantic),
+the docstring the description (its ``Args:`` section describes the parameters),
+and the return annotation the ``outputSchema``. Parameters annotated ``Context``
+or ``Principal`` are filled in by the server and never appear in the schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from ..errors import ToolError
+from ..principal import Principal
+from ._docstrings import split_docstring
+from ._outputs import Output, output_for
+from ._validation import describe_errors
+from .content import Content, InputRequired, ToolResult
+from .context import Context
+from .jsonrpc import ProtocolError
+
+__all__ = ["Tool", "ToolError", "ToolFunction"]
+
+ToolFunction = Callable[..., Any]
+logger = logging.getLogger("handles.server.tools")
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+@dataclass(slots=True)
+class Tool:
+    """A registered tool: its wire definition and how to call it."""
+
+    name: str
+    fn: ToolFunction
+    definition: dict[str, Any]
+    arguments: type[BaseModel]
+    output: Output
+    injected: dict[str, type] = field(default_factory=dict)
+    in_thread: bool = False
+    #: Argument-model field name -> parameter name, for parameters pydantic cannot
+    #: hold under their own name (``_private``, ``schema``, ``model_config``...).
+    renamed: dict[str, str] = field(default_factory=dict)
+    #: ``fn`` is a coroutine function: awaited directly, with no awaitable check.
+    is_async: bool = False
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: ToolFunction,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        in_thread: bool | None = None,
+    ) -> Tool:
+        """Build a tool from ``fn``; raise ``ValueError`` at once if it cannot be one."""
+        name = name if name is not None else fn.__name__
+        _check_name(name)
+        signature = inspect.signature(fn, eval_str=True)
+        summary, arg_docs = split_docstring(inspect.getdoc(fn) or "")
+        arguments, injected, renamed = _arguments_model(name, signature, arg_docs)
+        output = output_for(name, signature.return_annotation)
+        definition = _definition(name, title, description or summary, arguments, output)
+        _add_optional(definition, annotations, icons, meta)
+        is_async = inspect.iscoroutinefunction(fn)
+        return cls(
+            name,
+            fn,
+            definition,
+            arguments,
+            output,
+            injected,
+            not is_async and in_thread is not False,
+            renamed,
+            is_async,
+        )
+
+    async def call(self, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
+        """Validate, run and convert; every failure becomes an ``isError`` result.
+
+        Except ``ProtocolError``: a tool raises it to answer with a JSON-RPC error
+        instead (a missing client capability, a tampered ``requestState``), and it
+        propagates to ``Server.handle``.
+        """
+        try:
+            parsed = self.arguments.__pydantic_validator__.validate_python(arguments)
+        except ValidationError as exc:
+            return _error(f"Input validation error in {self.name}: {describe_errors(exc)}.")
+        values = parsed.__dict__
+        renamed = self.renamed
+        kwargs = {renamed.get(k, k): v for k, v in values.items()} if renamed else dict(values)
+        for param, kind in self.injected.items():
+            kwargs[param] = context if kind is Context else context.principal
+        try:
+            value = await self.fn(**kwargs) if self.is_async else await self._run(kwargs)
+            return self._convert(value)
+        except ToolError as exc:
+            return _error(str(exc))
+        except ProtocolError:
+            raise  # a JSON-RPC error the tool chose (-32021, -32602): Server.handle sends it
+        except Exception:
+            logger.exception("tool %s failed", self.name)
+            return _error(
+                f"{self.name} failed because of an internal error in the server. "
+                "The details are in the server's log; try again later."
+            )
+
+    async def _run(self, kwargs: dict[str, Any]) -> Any:
+        if self.in_thread:
+            return await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
+        result = self.fn(**kwargs)
+        return await result if inspect.isawaitable(result) else result
+
+    def _convert(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, ToolResult | InputRequired):
+            return value.to_wire()
+        if isinstance(value, Content):
+            return {"content": [value.to_wire()], "isError": False}
+        return self.output.to_wire(value)
+
+
+def _error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _check_name(name: str) -> None:
+    if not _NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid tool name {name[:140]!r}: use 1 to 128 characters from A-Z, a-z, 0-9, "
+            "'_', '-' and '.'"
+        )
+
+
+def _arguments_model(
+    tool: str, signature: inspect.Signature, docs: dict[str, str]
+) -> tuple[type[BaseModel], dict[str, type], dict[str, str]]:
+    fields: dict[str, Any] = {}
+    injected: dict[str, type] = {}
+    renamed: dict[str, str] = {}
+    for param in signature.parameters.values():
+        annotation = param.annotation
+        if annotation in (Context, Principal):
+            injected[param.name] = annotation
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ValueError(f"tool {tool!r}: *args and **kwargs cannot become a schema")
+        if annotation is inspect.Parameter.empty:
+            raise ValueError(f"tool {tool!r}: parameter {param.name!r} needs a type annotation")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        doc = None if _has_description(annotation) else docs.get(param.name)
+        key = param.name
+        if key.startswith("_") or hasattr(BaseModel, key):
+            # pydantic drops, rejects or warns about these as field names: alias them.
+            key = f"field_{len(fields)}_"
+            while key in signature.parameters:
+                key += "_"
+            renamed[key] = param.name
+            annotation = Annotated[annotation, Field(alias=param.name)]
+        fields[key] = (annotation, _described(default, doc))
+    config = ConfigDict(extra="forbid", arbitrary_types_allowed=False)
+    model = create_model(f"{tool}Arguments", __config__=config, **fields)
+    return model, injected, renamed
+
+
+def _has_description(annotation: Any) -> bool:
+    """Whether ``Annotated[..., Field(description=...)]`` already describes the parameter."""
+    metadata = getattr(annotation, "__metadata__", ())
+    return any(isinstance(item, FieldInfo) and item.description for item in metadata)
+
+
+def _described(default: Any, doc: str | None) -> Any:
+    if doc is None or isinstance(default, FieldInfo):
+        return default
+    return Field(default, description=doc)
+
+
+def _definition(
+    name: str,
+    title: str | None,
+    description: str,
+    arguments: type[BaseModel],
+    output: Output,
+) -> dict[str, Any]:
+    schema = arguments.model_json_schema()
+    schema.pop("title", None)
+    definition: dict[str, Any] = {"name": name}
+    if title is not None:
+        definition["title"] = title
+    if description:
+        definition["description"] = description
+    definition["inputSchema"] = schema
+    if output.schema is not None:
+        definition["outputSchema"] = output.schema
+    return definition
+
+
+def _add_optional(
+    definition: dict[str, Any],
+    annotations: dict[str, Any] | None,
+    icons: list[dict[str, Any]] | None,
+    meta: dict[str, Any] | None,
+) -> None:
+    if annotations:
+        unknown = set(annotations) - set(_ANNOTATION_KEYS)
+        if unknown:
+            raise ValueError(
+                f"unknown tool annotation(s) {sorted(unknown)}; use {_ANNOTATION_KEYS}"
+            )
+        definition["annotations"] = dict(annotations)
+    if icons:
+        definition["icons"] = list(icons)
+    if meta:
+        definition["_meta"] = dict(meta)
