@@ -35,7 +35,7 @@ from tests.fuzzing import (
     fuzz_settings,
     weighted,
 )
-from tests.handles.http_support import serving
+from tests.transports.http_support import serving
 
 pytestmark = pytest.mark.anyio
 TOKEN = "fuzz-token-a"

@@ -1,6 +1,6 @@
 """A small server exercising every part of the core, for the stdio and interop tests.
 
-Run it as ``python -m tests.handles.demo_server`` (from the repository root). Options:
+Run it as ``python -m tests.transports.demo_server`` (from the repository root). Options:
 ``--page-size`` (default 2, so ``tools/list`` has several pages), ``--max-line-bytes``
 and ``--backend asyncio|trio``.
 """
@@ -181,7 +181,7 @@ def build_server(page_size: int = 2) -> Server:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.handles.demo_server")
+    parser = argparse.ArgumentParser(prog="python -m tests.transports.demo_server")
     parser.add_argument("--page-size", type=int, default=2)
     parser.add_argument("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES)
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")

@@ -1,4 +1,4 @@
-"""The MCP conformance suite against our core, served over HTTP (``tests.conformance.server``).
+"""The MCP conformance suite against our core, served over HTTP (``tests.mcp_conformance.server``).
 
 Every server scenario the installed suite offers is either run, at every spec
 version it covers (``RUN``), or left out with the reason (``LEFT_OUT``);
@@ -144,7 +144,7 @@ def server_url(tools: NodeTools) -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
-        command = [sys.executable, "-m", "tests.conformance.server", "--fd", str(sock.fileno())]
+        command = [sys.executable, "-m", "tests.mcp_conformance.server", "--fd", str(sock.fileno())]
         server = subprocess.Popen(command, cwd=ROOT, pass_fds=[sock.fileno()])
         try:
             yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"

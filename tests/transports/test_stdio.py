@@ -44,7 +44,7 @@ class RawServer:
         env = {**os.environ, "HANDLES_PRINCIPAL": "raw-tester", "PYTHONUNBUFFERED": "1"}
         with log.open("wb") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.handles.demo_server", *args],
+                [sys.executable, "-m", "tests.transports.demo_server", *args],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.PIPE,

@@ -52,7 +52,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 async def client(mode: str) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tests.handles.demo_server"],
+        args=["-m", "tests.transports.demo_server"],
         cwd=ROOT,
         env={"HANDLES_PRINCIPAL": "interop-tester", "PATH": os.environ.get("PATH", "")},
     )

@@ -1,6 +1,6 @@
 """The conformance suite's test tools, served over HTTP by our core.
 
-Run ``python -m tests.conformance.server --port N`` (from the repository root);
+Run ``python -m tests.mcp_conformance.server --port N`` (from the repository root);
 the endpoint is ``http://127.0.0.1:N/mcp``. With ``--fd N`` it serves on an
 inherited listening socket instead (what the conformance test does).
 
@@ -323,7 +323,7 @@ def _add_input_required_tools(server: Server) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.conformance.server")
+    parser = argparse.ArgumentParser(prog="python -m tests.mcp_conformance.server")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8010)
     parser.add_argument("--fd", type=int, help="serve on this inherited, listening socket")

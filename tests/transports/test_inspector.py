@@ -61,7 +61,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
     tools = require_node_tools("mcp-inspector")
     home = tmp_path_factory.mktemp("inspector-home")  # the Inspector writes ~/.mcp-inspector
     env = {**tools.env(), "HOME": str(home), "HANDLES_PRINCIPAL": "inspector-tester"}
-    target = [sys.executable, "-m", "tests.handles.demo_server"]
+    target = [sys.executable, "-m", "tests.transports.demo_server"]
     processes = {
         name: subprocess.Popen(
             [str(tools.bin("mcp-inspector")), "--cli", *target, *args],

@@ -27,7 +27,7 @@ PINGS = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","id":"b","m
 def serve(stdin: Any, backend: str) -> list[dict[str, Any]]:
     """Run the demo server on ``stdin`` until it exits by itself; its replies."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.handles.demo_server", "--backend", backend],
+        [sys.executable, "-m", "tests.transports.demo_server", "--backend", backend],
         cwd=ROOT,
         stdin=stdin,
         capture_output=True,
