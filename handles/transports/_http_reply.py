@@ -18,7 +18,6 @@ __all__ = [
     "RequestHeaders",
     "Scope",
     "Send",
-    "drain_body",
     "lifespan",
     "reject",
     "send_json",
@@ -61,17 +60,40 @@ async def reject(send: Send, status: int, text: str, headers: Headers | None = N
 
 
 class RequestHeaders:
-    """A request's headers by lower-case name (of repeated ones, the last); decoded when read."""
+    """A request's headers by lower-case name; decoded when read.
 
-    __slots__ = ("_raw",)
+    Of a repeated header ``get`` gives the last value; ``repeated`` says which of
+    some names came more than once, so the transport can refuse the request.
+    """
+
+    __slots__ = ("_raw", "_repeated")
 
     def __init__(self, scope: Scope) -> None:
-        self._raw: dict[bytes, bytes] = dict(scope["headers"])
+        raw: dict[bytes, bytes] = {}
+        repeated: set[bytes] = set()
+        for name, value in scope["headers"]:
+            if name in raw:
+                repeated.add(name)
+            raw[name] = value
+        self._raw, self._repeated = raw, repeated
 
     def get(self, name: bytes) -> str | None:
         """The value of header ``name`` (lower-case bytes), or ``None``."""
         value = self._raw.get(name)
         return None if value is None else value.decode("latin-1")
+
+    def repeated(self, names: tuple[bytes, ...]) -> bytes | None:
+        """The first of ``names`` that the request sent more than once, or ``None``."""
+        if self._repeated:
+            for name in names:
+                if name in self._repeated:
+                    return name
+        return None
+
+    def may_have_body(self) -> bool:
+        """Whether a body may follow the head (a non-zero length, or chunked)."""
+        length = self._raw.get(b"content-length")
+        return b"transfer-encoding" in self._raw or (length is not None and length != b"0")
 
 
 async def lifespan(receive: Receive, send: Send) -> None:
@@ -83,28 +105,6 @@ async def lifespan(receive: Receive, send: Send) -> None:
         elif event["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-async def drain_body(receive: Receive, limit: int, hard_limit: int) -> bytes | int:
-    """Read the whole request body: the bytes, or its size once it exceeds ``limit``.
-
-    Past ``limit`` the bytes are read and dropped, so the connection stays usable
-    for the next request; past ``hard_limit`` reading stops (the caller closes).
-    """
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        event = await receive()
-        if event["type"] != "http.request":
-            return size if size > limit else b"".join(chunks)
-        chunk: bytes = event.get("body", b"")
-        size += len(chunk)
-        if size <= limit:
-            chunks.append(chunk)
-        elif size > hard_limit:
-            return size
-        if not event.get("more_body", False):
-            return size if size > limit else b"".join(chunks)
 
 
 class Reply:

@@ -205,8 +205,9 @@ class BearerAuth:
     async def authenticate(self, authorization: str | None) -> Principal | Challenge:
         """The caller behind an ``Authorization`` header value, or the challenge to send."""
         token = _bearer_token(authorization)
-        if token is None:
-            return self._challenge(401, "invalid_token", "Authentication required")
+        if token is None:  # RFC 6750 §3.1: no error code when no credentials were sent
+            text = "Authentication required: send Authorization: Bearer <access token>"
+            return self._challenge(401, None, text)
         try:
             principal = await self.verifier.verify_token(token)
         except Exception:
@@ -220,14 +221,16 @@ class BearerAuth:
             return self._challenge(403, "insufficient_scope", text)
         return principal
 
-    def _challenge(self, status: int, error: str, description: str) -> Challenge:
-        params = [("error", error), ("error_description", description)]
+    def _challenge(self, status: int, error: str | None, description: str) -> Challenge:
+        params = [] if error is None else [("error", error), ("error_description", description)]
         if self.required_scopes:
             params.append(("scope", " ".join(self.required_scopes)))
         params.append(("resource_metadata", self.metadata_url))
         header = "Bearer " + ", ".join(f'{k}="{_quote(v)}"' for k, v in params)
-        body = json.dumps({"error": error, "error_description": description}).encode()
-        return Challenge(status, header, body)
+        document = {"error_description": description}
+        if error is not None:
+            document = {"error": error} | document
+        return Challenge(status, header, json.dumps(document).encode())
 
 
 def _bearer_token(authorization: str | None) -> str | None:

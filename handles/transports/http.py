@@ -34,7 +34,6 @@ from ._http_reply import (
     RequestHeaders,
     Scope,
     Send,
-    drain_body,
     lifespan,
     reject,
     send_json,
@@ -45,15 +44,31 @@ from .auth import WELL_KNOWN, BearerAuth, Challenge, TokenVerifier
 __all__ = [
     "DEFAULT_ALLOWED_HOSTS",
     "DEFAULT_ALLOWED_ORIGINS",
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_KEEP_ALIVE_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_BUFFERED_BYTES",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_HEADER_BYTES",
     "HttpApp",
+    "endpoint_url",
     "http_app",
     "serve_http",
+    "uvicorn_config",
 ]
 
 logger = logging.getLogger("handles.transports.http")
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-_DRAIN_BYTES = 64 * 1024 * 1024
+"""The largest request body served; larger ones get 413."""
+DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024
+"""Request-body bytes held at once across all requests; past it, requests get 503."""
+DEFAULT_BODY_TIMEOUT = 10.0
+"""Seconds a client has to send a request body, once its head has arrived."""
+SMALL_BODY_BYTES = 64 * 1024
+"""Bodies up to this size may use the last quarter of ``max_buffered_bytes``."""
+_SINGLE_HEADERS = (b"host", b"origin", b"authorization", b"content-type", b"content-length")
+_SHOWN_CHARS = 60
 _ALLOW_POST = [(b"allow", b"POST")]
 _ALLOW_GET = [(b"allow", b"GET")]
 _CLOSE = [(b"connection", b"close")]
@@ -72,6 +87,8 @@ def http_app(
     allowed_hosts: Iterable[str] = DEFAULT_ALLOWED_HOSTS,
     allowed_origins: Iterable[str] = DEFAULT_ALLOWED_ORIGINS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
     principal: Principal | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path``.
@@ -90,6 +107,12 @@ def http_app(
         allowed_origins: ``Origin`` values served (same syntax); requests
             without an ``Origin`` (not from a browser) are always served.
         max_body_bytes: Larger request bodies get 413.
+        max_buffered_bytes: The request-body bytes held at once across all
+            requests; a request that would pass it gets 503 and the connection
+            is closed. With ``max_body_bytes`` it bounds what bodies can cost. Its
+            last quarter is kept for bodies of at most 64 KiB.
+        body_timeout: Seconds a client has to send its body once the head has
+            arrived; a slower one gets 408 and the connection is closed.
         principal: The caller when there is no verifier; by default
             ``Principal.from_environment()``.
 
@@ -110,6 +133,8 @@ def http_app(
         allowed_hosts=AllowList(allowed_hosts),
         allowed_origins=AllowList(allowed_origins),
         max_body_bytes=max_body_bytes,
+        max_buffered_bytes=max_buffered_bytes,
+        body_timeout=body_timeout,
         principal=principal or Principal.from_environment(),
     )
 
@@ -127,10 +152,21 @@ class HttpApp:
         allowed_origins: AllowList,
         max_body_bytes: int,
         principal: Principal,
+        max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
+        if not 0 < max_body_bytes <= max_buffered_bytes:
+            raise ValueError(
+                f"need 0 < max_body_bytes <= max_buffered_bytes, got {max_body_bytes} "
+                f"and {max_buffered_bytes}"
+            )
+        if body_timeout <= 0:
+            raise ValueError(f"body_timeout must be positive, got {body_timeout}")
         self.server, self.path, self.auth, self.principal = server, path, auth, principal
         self._hosts, self._origins = allowed_hosts, allowed_origins
         self._limit = max_body_bytes
+        self._budget = _Budget(max_buffered_bytes)
+        self._body_timeout = body_timeout
         self._metadata_paths = {WELL_KNOWN, WELL_KNOWN + path.rstrip("/")}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -141,30 +177,53 @@ class HttpApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = RequestHeaders(scope)
-        declared = headers.get(b"content-length") or "0"
-        if declared.isdigit() and int(declared) > _DRAIN_BYTES:
-            await reject(send, 413, "Request Entity Too Large", _CLOSE)
-            return
-        body = await drain_body(receive, self._limit, _DRAIN_BYTES)
-        if not self._trusted(headers):
-            await reject(send, 403, "Forbidden: this Host or Origin is not allowed")
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            status, text, extra = refusal
+            close = _CLOSE if headers.may_have_body() else []
+            await reject(send, status, text, [*extra, *close])
         elif scope["path"] in self._metadata_paths and self.auth is not None:
             await self._metadata(scope, send)
         elif scope["path"] != self.path:
-            await send_response(send, 404, b"Not Found", [(b"content-type", b"text/plain")])
-        elif scope["method"] != "POST":
-            await reject(send, 405, "Method Not Allowed: send JSON-RPC with POST", _ALLOW_POST)
-        elif isinstance(body, int):
-            close = _CLOSE if body > _DRAIN_BYTES else None
-            await reject(send, 413, f"Request Entity Too Large: over {self._limit} bytes", close)
+            close = _CLOSE if headers.may_have_body() else []
+            await send_response(send, 404, b"Not Found", [(b"content-type", b"text/plain"), *close])
         else:
-            await self._post(body, headers, receive, send)
+            principal = await self._caller(headers, send)
+            if principal is not None:
+                await self._post(principal, headers, receive, send)
 
-    def _trusted(self, headers: RequestHeaders) -> bool:
+    def _refusal(self, scope: Scope, headers: RequestHeaders) -> _Refusal | None:
+        """What is wrong with a request's head, checked before any of its body is read.
+
+        The status, the text and extra headers of the refusal, or ``None`` when the
+        head is fine (the bearer token is checked next, then the body is read).
+        """
+        repeated = headers.repeated(_SINGLE_HEADERS)
+        if repeated is not None:
+            name = repeated.decode("latin-1")
+            return 400, f"Bad Request: the {name} header was sent more than once; send it once", []
         host, origin = headers.get(b"host"), headers.get(b"origin")
-        return (host is None or self._hosts.allows(host)) and (
-            origin is None or self._origins.allows(origin)
-        )
+        if host is None:
+            return 400, "Bad Request: the request has no Host header; HTTP/1.1 requires one", []
+        if not self._hosts.allows(host):
+            return 403, f"Forbidden: the Host {_shown(host)} is not allowed (DNS rebinding)", []
+        if origin is not None and not self._origins.allows(origin):
+            return 403, f"Forbidden: the Origin {_shown(origin)} is not allowed", []
+        if scope["path"] != self.path or (
+            scope["path"] in self._metadata_paths and self.auth is not None
+        ):
+            return None  # answered without a body: metadata, or 404
+        if scope["method"] != "POST":
+            return 405, "Method Not Allowed: send JSON-RPC with POST", _ALLOW_POST
+        content_type = headers.get(b"content-type")
+        if content_type is None or not _is_json(content_type):
+            shown = "none" if content_type is None else _shown(content_type)
+            return 415, f"Unsupported Media Type: {shown}; send Content-Type: application/json", []
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._limit:
+            text = f"Content Too Large: {_shown(declared)} bytes, over the {self._limit}-byte limit"
+            return 413, text, []
+        return None
 
     async def _metadata(self, scope: Scope, send: Send) -> None:
         assert self.auth is not None
@@ -174,11 +233,28 @@ class HttpApp:
             await reject(send, 405, "Method Not Allowed: use GET", _ALLOW_GET)
 
     async def _post(
-        self, body: bytes, headers: RequestHeaders, receive: Receive, send: Send
+        self, principal: Principal, headers: RequestHeaders, receive: Receive, send: Send
     ) -> None:
-        principal = await self._caller(headers, send)
-        if principal is None:
+        try:
+            body = await self._read_body(receive)
+        except _BodyRefused as refused:
+            await reject(send, refused.status, refused.text, [*refused.headers, *_CLOSE])
             return
+        if body is None:
+            return  # the client left
+        try:
+            await self._serve(body, principal, headers, receive, send)
+        finally:
+            self._budget.release(len(body))
+
+    async def _serve(
+        self,
+        body: bytes,
+        principal: Principal,
+        headers: RequestHeaders,
+        receive: Receive,
+        send: Send,
+    ) -> None:
         accept = accepted(headers.get(b"accept"))
         if not (accept.json or accept.sse):
             await reject(send, 406, "Not Acceptable: accept application/json or text/event-stream")
@@ -204,6 +280,44 @@ class HttpApp:
         if response is not None:
             await reply.finish(status_for(response, era), response)
 
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole body, counted against the budget; ``None`` if the client left.
+
+        Raises ``_BodyRefused`` (having released what it took) when the body is
+        too large, would pass the budget, or is not all there within the deadline.
+        """
+        chunks: list[bytes] = []
+        size = 0
+        kept = False
+        try:
+            with anyio.fail_after(self._body_timeout):
+                while True:
+                    event = await receive()
+                    if event["type"] != "http.request":
+                        return None
+                    chunk: bytes = event.get("body", b"")
+                    if size + len(chunk) > self._limit:
+                        text = f"Content Too Large: the body passed the {self._limit}-byte limit"
+                        raise _BodyRefused(413, text)
+                    if not self._budget.take(len(chunk), size + len(chunk)):
+                        raise _BodyRefused(
+                            503,
+                            "Service Unavailable: the server holds its maximum of "
+                            f"{self._budget.limit} bytes of request bodies; retry shortly",
+                            [(b"retry-after", b"1")],
+                        )
+                    size += len(chunk)
+                    chunks.append(chunk)
+                    if not event.get("more_body", False):
+                        kept = True  # the caller releases it once the request is done
+                        return b"".join(chunks)
+        except TimeoutError:
+            text = f"Request Timeout: the body did not arrive within {self._body_timeout:g} s"
+            raise _BodyRefused(408, text) from None
+        finally:
+            if not kept:  # refused, abandoned or cancelled: give the bytes back
+                self._budget.release(size)
+
     async def _caller(self, headers: RequestHeaders, send: Send) -> Principal | None:
         """The request's principal; ``None`` once a challenge has been sent."""
         if self.auth is None:
@@ -211,9 +325,58 @@ class HttpApp:
         outcome = await self.auth.authenticate(headers.get(b"authorization"))
         if isinstance(outcome, Challenge):
             challenge = [_JSON, (b"www-authenticate", outcome.www_authenticate.encode())]
+            if headers.may_have_body():
+                challenge.append(_CLOSE[0])
             await send_response(send, outcome.status, outcome.body, challenge)
             return None
         return outcome
+
+
+_Refusal = tuple[int, str, list[tuple[bytes, bytes]]]
+
+
+class _BodyRefused(Exception):
+    def __init__(
+        self, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        self.status, self.text, self.headers = status, text, headers or []
+
+
+class _Budget:
+    """Request-body bytes held across all requests of one app, against a limit.
+
+    The last quarter of it is kept for small bodies (up to ``SMALL_BODY_BYTES``, the
+    size of nearly every MCP request): clients stalling large bodies cannot take it
+    all, so small requests are still served while they wait out ``body_timeout``.
+    """
+
+    __slots__ = ("held", "large_limit", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.held = limit, 0
+        self.large_limit = limit - limit // 4
+
+    def take(self, size: int, total: int) -> bool:
+        """Take ``size`` more bytes for a body that will then hold ``total``."""
+        ceiling = self.limit if total <= SMALL_BODY_BYTES else self.large_limit
+        if self.held + size > ceiling:
+            return False
+        self.held += size
+        return True
+
+    def release(self, size: int) -> None:
+        self.held -= size
+
+
+def _is_json(content_type: str) -> bool:
+    media_type = content_type.partition(";")[0].strip().lower()
+    return media_type == "application/json"
+
+
+def _shown(value: str) -> str:
+    """A header value for a refusal text: quoted, and cut to a few dozen characters."""
+    cut = value[:_SHOWN_CHARS] + ("…" if len(value) > _SHOWN_CHARS else "")
+    return repr(cut)
 
 
 def _wants_progress(message: Message) -> bool:
@@ -244,18 +407,42 @@ async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> N
     scope.cancel()
 
 
+DEFAULT_MAX_CONNECTIONS = 512
+"""Connections ``serve_http`` holds open at once; more are answered 503 and closed."""
+DEFAULT_HEADER_TIMEOUT = 10.0
+"""Seconds a client has to send a whole request head (from connecting, or the last reply)."""
+DEFAULT_KEEP_ALIVE_TIMEOUT = 5
+"""Seconds an idle keep-alive connection stays open (uvicorn's ``timeout_keep_alive``)."""
+DEFAULT_MAX_HEADER_BYTES = 16 * 1024
+"""The largest request head (uvicorn's ``h11_max_incomplete_event_size``); larger get 400."""
+
+
 async def serve_http(
     server: Server,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "info",
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    keep_alive_timeout: int = DEFAULT_KEEP_ALIVE_TIMEOUT,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
     **app_options: Any,
 ) -> None:
     """Serve ``server`` over HTTP with uvicorn until interrupted (asyncio only).
 
     ``app_options`` are those of ``http_app``. With a ``verifier`` and no
-    ``resource_url``, the resource URL is ``http://{host}:{port}{path}``.
+    ``resource_url``, the resource URL is ``http://{host}:{port}{path}`` (an IPv6
+    host in brackets). The other options bound what slow or hostile clients can
+    hold (see docs/http.md for the formula):
+
+    Args:
+        max_connections: Connections held open at once; one more is answered
+            503 and closed at once.
+        header_timeout: Seconds a client has to send a whole request head; a
+            slower one gets 408 and is closed.
+        keep_alive_timeout: Seconds an idle keep-alive connection stays open.
+        max_header_bytes: The largest request head; a larger one gets 400.
 
     Raises:
         ImportError: uvicorn is not installed (``pip install mcp-handles[http]``).
@@ -265,7 +452,53 @@ async def serve_http(
     except ImportError as exc:
         raise ImportError("serve_http needs uvicorn: install mcp-handles[http]") from exc
     if app_options.get("verifier") is not None and app_options.get("resource_url") is None:
-        app_options["resource_url"] = f"http://{host}:{port}{app_options.get('path', '/mcp')}"
+        app_options["resource_url"] = endpoint_url(host, port, app_options.get("path", "/mcp"))
     app = http_app(server, **app_options)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+    config = uvicorn_config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        max_connections=max_connections,
+        header_timeout=header_timeout,
+        keep_alive_timeout=keep_alive_timeout,
+        max_header_bytes=max_header_bytes,
+    )
     await uvicorn.Server(config).serve()
+
+
+def uvicorn_config(
+    app: HttpApp,
+    *,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    keep_alive_timeout: int = DEFAULT_KEEP_ALIVE_TIMEOUT,
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    **options: Any,
+) -> Any:
+    """A ``uvicorn.Config`` serving ``app`` with the bounds of ``serve_http``.
+
+    For running uvicorn yourself (``uvicorn.Server(config).serve(sockets)``);
+    ``options`` go to ``uvicorn.Config`` (``host``, ``port``, ``log_level``...).
+    """
+    import uvicorn
+
+    from ._uvicorn import guarded_protocol
+
+    protocol = guarded_protocol(max_connections=max_connections, header_timeout=header_timeout)
+    options.setdefault("lifespan", "on")
+    return uvicorn.Config(
+        app,
+        http=protocol,
+        ws="none",
+        timeout_keep_alive=keep_alive_timeout,
+        h11_max_incomplete_event_size=max_header_bytes,
+        **options,
+    )
+
+
+def endpoint_url(host: str, port: int, path: str = "/mcp", scheme: str = "http") -> str:
+    """The URL of an endpoint served on ``host``: ``http://[::1]:8000/mcp`` for IPv6."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}{path}"

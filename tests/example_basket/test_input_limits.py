@@ -82,7 +82,7 @@ async def test_the_http_transport_answers_400() -> None:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000"
     ) as client:
-        reply = await client.post("/mcp", content=nested(1000, id=5))
+        reply = await client.post("/mcp", content=nested(1000, id=5), headers=JSON)
     assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600
 
 
@@ -137,6 +137,7 @@ async def test_a_huge_argument_is_refused_with_a_short_message() -> None:
 
 # A lone surrogate (legal as a JSON escape, with no UTF-8 form) must not break a reply.
 
+JSON = {"content-type": "application/json"}
 LONE = b'{"jsonrpc":"2.0","id":"\\ud800","method":"tools/call","params":{"name":"x\\udfff"}}'
 
 
@@ -165,7 +166,7 @@ async def test_the_http_transport_survives_lone_surrogates() -> None:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8000"
     ) as client:
-        reply = await client.post("/mcp", content=LONE)
+        reply = await client.post("/mcp", content=LONE, headers=JSON)
     assert reply.status_code == 200 and reply.json()["id"] == "\ud800"
 
 

@@ -93,6 +93,7 @@ def _http_battery(url: str, kill_redis: Any) -> str:
     with httpx.Client(timeout=10) as client:
 
         def post(body: bytes, headers: dict[str, str]) -> httpx.Response:
+            headers = {"content-type": "application/json", **headers}
             reply = client.post(url, content=body, headers=headers)
             seen.append(f"{reply.status_code} {dict(reply.headers)} {reply.text}")
             return reply

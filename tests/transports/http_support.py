@@ -14,6 +14,7 @@ from handles.principal import Principal
 from handles.server.context import Context
 from handles.server.dispatch import Server
 from handles.server.tools import ToolError
+from handles.transports.http import uvicorn_config
 
 __all__ = ["ALICE", "BOB", "Probe", "build_server", "serving"]
 
@@ -77,8 +78,11 @@ def build_server(probe: Probe | None = None) -> Server:
 
 
 @asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
+async def serving(app: Any, **limits: Any) -> AsyncIterator[str]:
     """Serve ``app`` with uvicorn on a free loopback port; yield its ``/mcp`` URL.
+
+    uvicorn runs as ``serve_http`` runs it (``uvicorn_config``: the connection cap,
+    the header deadline, the lingering close). ``limits`` override those bounds.
 
     The socket listens before uvicorn starts, so clients may connect at once
     (they queue in the backlog): no need to wait for a readiness flag.
@@ -87,7 +91,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on", ws="none")
+    config = uvicorn_config(app, log_config=None, log_level="warning", **limits)
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, [sock])

@@ -99,13 +99,11 @@ async def test_bearer_auth_challenges() -> None:
     missing = await bearer.authenticate(None)
     assert isinstance(missing, Challenge) and missing.status == 401
     assert missing.www_authenticate == (
-        'Bearer error="invalid_token", error_description="Authentication required", '
-        'scope="read write", '
+        'Bearer scope="read write", '
         'resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"'
     )
     assert json.loads(missing.body) == {
-        "error": "invalid_token",
-        "error_description": "Authentication required",
+        "error_description": "Authentication required: send Authorization: Bearer <access token>"
     }
     scope = await bearer.authenticate("bearer   t ")
     assert isinstance(scope, Challenge) and scope.status == 403

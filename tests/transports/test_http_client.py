@@ -2,8 +2,8 @@
 
 Real sockets, each client mode (``auto``, ``legacy``, ``2026-07-28``), an open
 server and one behind ``StaticTokenVerifier``. Plus the socket-level rules an
-in-process ASGI client cannot show: a 413 that leaves the keep-alive connection
-usable, and a closed SSE stream cancelling its tool. asyncio only (uvicorn and
+in-process ASGI client cannot show: a 413 refused from the head that the client
+still reads, and a closed SSE stream cancelling its tool. asyncio only (uvicorn and
 the client).
 """
 
@@ -160,8 +160,7 @@ async def test_refusals_on_the_wire(authed_url: str) -> None:
         )
     assert missing.status_code == 401
     assert missing.headers["www-authenticate"] == (
-        'Bearer error="invalid_token", error_description="Authentication required", '
-        f'scope="mcp", resource_metadata="{metadata}"'
+        f'Bearer scope="mcp", resource_metadata="{metadata}"'
     )
     assert scope.status_code == 403
     assert scope.headers["www-authenticate"].startswith(
@@ -208,7 +207,9 @@ def raw_post(host: str, body: bytes) -> bytes:
     return head.encode() + body
 
 
-async def test_413_drains_the_body_and_keeps_the_connection() -> None:
+async def test_413_is_read_by_the_client_then_the_connection_closes() -> None:
+    """An oversized body is refused from its head, unread: the reply still reaches the client
+    (the lingering close), the server then closes, and a new connection is served."""
     app = http_app(build_server(), principal=ALICE, max_body_bytes=1024)
     good = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
     big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 200_000 + b'"}}'
@@ -218,12 +219,39 @@ async def test_413_drains_the_body_and_keeps_the_connection() -> None:
         with anyio.fail_after(WAIT):
             async with await anyio.connect_tcp(address, int(port)) as stream:
                 await stream.send(raw_post(host, big))
-                status, _ = await read_response(stream)
+                status, body = await read_response(stream)
                 assert status == 413
+                assert b"over the 1024-byte limit" in body
+                with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+                    while True:
+                        await stream.receive()
+            async with await anyio.connect_tcp(address, int(port)) as stream:
                 await stream.send(raw_post(host, good))
                 status, body = await read_response(stream)
     assert status == 200
     assert body == b'{"jsonrpc":"2.0","id":2,"result":{}}'
+
+
+async def test_connections_past_the_cap_get_503_and_a_slow_head_gets_408() -> None:
+    app = http_app(build_server(), principal=ALICE)
+    async with serving(app, max_connections=2, header_timeout=0.5) as url:
+        host = url.removeprefix("http://").removesuffix("/mcp")
+        address, port = host.split(":")
+        with anyio.fail_after(WAIT):
+            async with (
+                await anyio.connect_tcp(address, int(port)) as first,
+                await anyio.connect_tcp(address, int(port)) as second,
+            ):
+                await first.send(b"POST /mcp HTTP/1.1\r\nHost: " + host.encode())
+                await second.send(raw_post(host, b'{"jsonrpc":"2.0","id":2,"method":"ping"}'))
+                assert (await read_response(second))[0] == 200  # both are being served
+                async with await anyio.connect_tcp(address, int(port)) as third:
+                    status, body = await read_response(third)
+                assert status == 503
+                assert b"maximum of 2 connections" in body
+                status, body = await read_response(first)
+                assert status == 408
+                assert b"within 0.5 s" in body
 
 
 async def test_closing_the_sse_stream_cancels_the_tool() -> None:

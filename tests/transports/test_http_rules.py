@@ -396,11 +396,12 @@ async def test_each_token_is_served_as_its_principal() -> None:
             assert reply.json()["result"]["structuredContent"] == {"result": subject}
 
 
-@pytest.mark.parametrize("authorization", [None, "Bearer nope", "Basic dG9rLWFsaWNl", "Bearer "])
-async def test_missing_or_bad_token_is_401_with_a_challenge(authorization: str | None) -> None:
-    headers = {"authorization": authorization} if authorization is not None else {}
+@pytest.mark.parametrize("authorization", ["Bearer nope", "Bearer tok-alicex"])
+async def test_bad_token_is_401_with_a_challenge(authorization: str) -> None:
     async with client_for(authed_app()) as client:
-        reply = await client.post("/mcp", json=body("tools/list"), headers=headers)
+        reply = await client.post(
+            "/mcp", json=body("tools/list"), headers={"authorization": authorization}
+        )
     assert reply.status_code == 401
     challenge = reply.headers["www-authenticate"]
     assert challenge.startswith('Bearer error="invalid_token", error_description="')
@@ -408,6 +409,19 @@ async def test_missing_or_bad_token_is_401_with_a_challenge(authorization: str |
     assert challenge.endswith(f'resource_metadata="{metadata}"')
     assert reply.json()["error"] == "invalid_token"
     assert "tok-alice" not in reply.text
+
+
+@pytest.mark.parametrize("authorization", [None, "Basic dG9rLWFsaWNl", "Bearer "])
+async def test_no_bearer_token_is_401_without_an_error_code(authorization: str | None) -> None:
+    """RFC 6750 §3.1: a request without credentials gets a challenge with no error code."""
+    headers = {"authorization": authorization} if authorization is not None else {}
+    async with client_for(authed_app()) as client:
+        reply = await client.post("/mcp", json=body("tools/list"), headers=headers)
+    assert reply.status_code == 401
+    metadata = "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
+    assert reply.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata}"'
+    assert "error" not in reply.json()
+    assert "Authorization: Bearer" in reply.json()["error_description"]
 
 
 async def test_missing_scope_is_403_insufficient_scope() -> None:

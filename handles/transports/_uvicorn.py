@@ -1,0 +1,164 @@
+"""uvicorn's h11 protocol with the two bounds it lacks: a connection cap and a header deadline.
+
+uvicorn bounds the size of a request head (``h11_max_incomplete_event_size``) and
+the idle time between requests (``timeout_keep_alive``), but not the time a client
+may take to send a request head, nor the number of connections it holds open
+(``limit_concurrency`` answers 503 only once a whole head has arrived). A client
+that trickles headers keeps a connection, and its buffers, for as long as it likes.
+
+``guarded_protocol`` returns a subclass of ``H11Protocol`` that closes a connection
+whose request head is not complete ``header_timeout`` seconds after the connection
+opened (or after the previous response), with a ``408``, and that answers ``503``
+and closes at once any connection beyond ``max_connections``. Reading the body is
+bounded by the ASGI app (``HttpApp``'s ``body_timeout`` and byte budgets).
+
+It also closes lingering, as nginx does: when the app refuses a request without
+reading its body, closing the socket with the client's bytes unread would make the
+kernel send a reset, and the client would often lose the refusal before reading it.
+So a close first sends the reply and a FIN, then reads and drops whatever still
+arrives, for at most ``linger`` seconds, and only then closes. Nothing is kept.
+
+Each socket read takes at most ``READ_BYTES`` (64 KiB), so what one connection
+holds is bounded: its request head (``h11_max_incomplete_event_size``), uvicorn's
+read-ahead of a body (paused past 64 KiB) plus one read, and its fixed state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["READ_BYTES", "guarded_protocol"]
+
+READ_BYTES = 64 * 1024
+"""The most one socket read takes in (asyncio's default is 256 KiB)."""
+
+logger = logging.getLogger("handles.transports.http")
+
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\nretry-after: 1\r\ncontent-length: %d\r\n\r\n%s"
+)
+_SLOW = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+
+
+def _raw(template: bytes, text: str) -> bytes:
+    body = text.encode()
+    return template % (len(body), body)
+
+
+class _LingeringTransport:
+    """A transport whose ``close`` shuts down writing, drops what still comes, then closes."""
+
+    def __init__(self, transport: asyncio.Transport, linger: float) -> None:
+        self._transport, self._linger = transport, linger
+        self.lingering = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def is_closing(self) -> bool:
+        return self.lingering or self._transport.is_closing()
+
+    def close(self) -> None:
+        if self.lingering or self._transport.is_closing():
+            return
+        self.lingering = True
+        if not self._transport.can_write_eof():
+            self._transport.close()
+            return
+        self._transport.write_eof()
+        self._transport.resume_reading()
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self._linger, self.close_now)
+
+    def close_now(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._transport.close()
+
+
+def guarded_protocol(
+    *, max_connections: int, header_timeout: float, linger: float = 2.0
+) -> type[asyncio.Protocol]:
+    """An ``H11Protocol`` subclass enforcing ``max_connections`` and ``header_timeout``."""
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    if header_timeout <= 0:
+        raise ValueError(f"header_timeout must be positive, got {header_timeout}")
+    busy = _raw(
+        _BUSY,
+        f"Service Unavailable: the server holds its maximum of {max_connections} "
+        "connections; retry shortly.\n",
+    )
+    slow = _raw(
+        _SLOW,
+        f"Request Timeout: the request head did not arrive within {header_timeout:g} s; "
+        "send the whole head at once.\n",
+    )
+
+    class GuardedH11Protocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if len(self.connections) >= max_connections:
+                logger.warning("refused a connection: %d are open", len(self.connections))
+                transport.write(busy)
+                transport.close()
+                return
+            if hasattr(transport, "max_size"):
+                # asyncio reads up to 256 KiB at a time: cap what one read can add.
+                transport.max_size = READ_BYTES
+            self._lingering = _LingeringTransport(transport, linger)
+            super().connection_made(self._lingering)  # type: ignore[arg-type]
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            if self.transport is not None:  # None when connection_made refused it
+                self._lingering.close_now()
+                super().connection_lost(exc)
+
+        def eof_received(self) -> None:
+            if self.transport is not None and self._lingering.lingering:
+                self._lingering.close_now()
+
+        def data_received(self, data: bytes) -> None:
+            if self._lingering.lingering:
+                return  # closing: what still comes is dropped
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm()  # the head is complete: the app bounds the body
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+                self._arm()  # the next request's head gets the same deadline
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+                return
+            if self.cycle is None or self.cycle.response_complete:
+                self.transport.write(slow)
+            self.transport.close()
+
+    return GuardedH11Protocol
