@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -97,6 +98,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=os.environ.get("BASKET_ALLOWED_ORIGINS", ""),
         help="comma-separated browser origins allowed over HTTP (BASKET_ALLOWED_ORIGINS)",
     )
+    add(
+        "--allowed-hosts",
+        default=os.environ.get("BASKET_ALLOWED_HOSTS", ""),
+        help="comma-separated Host values served besides loopback, e.g. the public name "
+        "behind a proxy; 'name' allows any port, 'name:443' one (BASKET_ALLOWED_HOSTS)",
+    )
+    add(
+        "--resource-url",
+        default=os.environ.get("BASKET_RESOURCE_URL"),
+        help="the public URL of /mcp, which tokens are issued for, e.g. behind a proxy "
+        "https://mcp.example.com/mcp; its host is then allowed (BASKET_RESOURCE_URL)",
+    )
+    add(
+        "--auth-server",
+        default=os.environ.get("BASKET_AUTH_SERVER", ""),
+        help="comma-separated authorization server URLs, listed in the protected-resource "
+        "metadata so clients know where to get tokens (BASKET_AUTH_SERVER)",
+    )
     return parser.parse_args(argv)
 
 
@@ -133,9 +152,13 @@ def make_store(url: str) -> Store:
 
 
 def _secret_keys() -> list[str] | None:
+    """The ``HANDLES_SECRET`` key ring; unset or empty means an ephemeral key.
+
+    Blank entries are kept, so that ``SecretKeys`` refuses them (``" , ,"`` is a
+    mistake, not a request for an ephemeral key).
+    """
     raw = os.environ.get("HANDLES_SECRET", "")
-    keys = [key.strip() for key in raw.split(",") if key.strip()]
-    return keys or None
+    return [key.strip() for key in raw.split(",")] if raw else None
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -178,17 +201,33 @@ async def _serve(args: argparse.Namespace) -> None:
 
 async def _serve_http(server: Server, args: argparse.Namespace) -> None:
     from handles.transports.auth import StaticTokenVerifier
-    from handles.transports.http import DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, serve_http
+    from handles.transports.http import (
+        DEFAULT_ALLOWED_HOSTS,
+        DEFAULT_ALLOWED_ORIGINS,
+        endpoint_url,
+        serve_http,
+    )
 
     tokens = load_tokens(args.tokens)
     hosts, origins = list(DEFAULT_ALLOWED_HOSTS), list(DEFAULT_ALLOWED_ORIGINS)
-    origins += [o.strip() for o in args.allowed_origins.split(",") if o.strip()]
+    origins += _listed(args.allowed_origins)
+    hosts += _listed(args.allowed_hosts)
     options: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins}
+    if args.resource_url:
+        parts = urlsplit(args.resource_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SystemExit(
+                f"--resource-url: expected an absolute http(s) URL, got {args.resource_url[:60]!r}"
+            )
+        options["resource_url"] = args.resource_url
+        hosts.append(parts.netloc.rpartition("@")[2])
     if tokens:
         options["verifier"] = StaticTokenVerifier(tokens)
+        options["authorization_servers"] = _listed(args.auth_server)
         if args.host not in _LOOPBACK:
-            hosts.append(args.host)
-        logger.info("serving %d token(s) on http://%s:%d/mcp", len(tokens), args.host, args.port)
+            hosts.append(f"[{args.host}]" if ":" in args.host else args.host)  # IPv6 in brackets
+        url = options.get("resource_url") or endpoint_url(args.host, args.port)
+        logger.info("serving %d token(s) on %s", len(tokens), url)
     elif args.host not in _LOOPBACK:
         raise SystemExit(
             f"example_basket: --host {args.host[:60]} needs --tokens (or BASKET_TOKENS): "
@@ -207,6 +246,10 @@ async def _serve_http(server: Server, args: argparse.Namespace) -> None:
 
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _listed(value: str) -> list[str]:
+    return [entry.strip() for entry in value.split(",") if entry.strip()]
 
 
 def _is_file(value: str) -> bool:

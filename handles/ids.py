@@ -141,10 +141,20 @@ def _ring(secret_keys: SecretKeys | None) -> list[bytes]:
     if not keys:
         raise ValueError("secret_keys is empty: give at least one key of 32 bytes or more")
     for number, key in enumerate(keys):
+        if not key.strip():
+            raise ValueError(
+                f"secret key #{number} is blank; give each key at least {MIN_SECRET_BYTES} "
+                "random bytes (e.g. secrets.token_urlsafe(32)), with no empty entries"
+            )
         if len(key) < MIN_SECRET_BYTES:
             raise ValueError(
                 f"secret key #{number} is {len(key)} bytes; each secret key must be at "
                 f"least {MIN_SECRET_BYTES} bytes (e.g. secrets.token_urlsafe(32))"
+            )
+        if len(set(key)) == 1:
+            raise ValueError(
+                f"secret key #{number} is one character repeated ({len(key)} times), not a "
+                "secret; use random bytes (e.g. secrets.token_urlsafe(32))"
             )
     return keys
 

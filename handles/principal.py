@@ -3,6 +3,10 @@
 Identity is ``(issuer, subject, client_id)``, as the MCP SDK's
 ``principal_components``; scopes say what the caller may do, not who it is, so they
 are not part of the digest. Stores and indexes only ever see ``digest``.
+
+A principal is a user (a token with a subject) or a client acting as itself (a
+client-credentials token, which has no ``sub``): ``kind="client"``. The two never
+share a digest, even when a user's subject equals the client's id.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from typing import Literal
 
 __all__ = ["Principal"]
 
@@ -24,13 +29,26 @@ class Principal:
     issuer: str | None = None
     client_id: str | None = None
     scopes: frozenset[str] = frozenset()
+    kind: Literal["user", "client"] = "user"
     digest: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.subject:
             raise ValueError("a principal needs a non-empty subject")
-        canonical = json.dumps([self.issuer, self.subject, self.client_id]).encode()
+        parts: list[str | None] = [self.issuer, self.subject, self.client_id]
+        if self.kind == "client":
+            parts.append("client")  # four parts: never equal to a user's three
+        elif self.kind != "user":
+            raise ValueError(f"a principal's kind is 'user' or 'client', got {self.kind!r}")
+        canonical = json.dumps(parts).encode()
         object.__setattr__(self, "digest", hashlib.sha256(canonical).hexdigest()[:32])
+
+    @classmethod
+    def for_client(
+        cls, client_id: str, issuer: str | None = None, scopes: frozenset[str] = frozenset()
+    ) -> Principal:
+        """A client acting as itself (a token without a subject): its own principal."""
+        return cls(client_id, issuer, client_id, scopes, kind="client")
 
     @classmethod
     def from_environment(cls, variable: str = "HANDLES_PRINCIPAL") -> Principal:

@@ -126,7 +126,9 @@ class _Loop:
         self.limit = limit
         self.queue: deque[Message] = deque()
         self.max_queued = limit * QUEUE_FACTOR
-        self.in_flight: dict[Any, anyio.CancelScope] = {}
+        # Keyed by (type, id): ``True == 1`` and ``1.0 == 1`` in Python, but a
+        # cancellation names one request, of one JSON type.
+        self.in_flight: dict[tuple[type, Any], anyio.CancelScope] = {}
         self.workers = 0
         self.coming = False  # a worker is woken or started and has not yet looked
         self.idle: list[anyio.Event | _Wakeup] = []  # one per worker waiting for a request
@@ -238,14 +240,15 @@ class _Loop:
 
     async def _request(self, message: Message, scope: anyio.CancelScope) -> None:
         id = message["id"]
-        self.in_flight[id] = scope
+        key = (type(id), id)
+        self.in_flight[key] = scope
         try:
             response = await self.server.handle(message, self.connection, self._send)
             if response is not None:
                 await self._send(response)
         finally:
-            if self.in_flight.get(id) is scope:
-                del self.in_flight[id]
+            if self.in_flight.get(key) is scope:
+                del self.in_flight[key]
 
     def _dequeued(self) -> None:
         if self.space is not None:
@@ -253,9 +256,9 @@ class _Loop:
             self.space = None
 
     def _cancel(self, id: Any) -> None:
-        if not isinstance(id, str | int):
+        if type(id) not in (str, int):  # not bool: ids are strings or integers
             return
-        scope = self.in_flight.get(id)
+        scope = self.in_flight.get((type(id), id))
         if scope is not None:
             logger.debug("request %r cancelled by the client", id)
             scope.cancel()

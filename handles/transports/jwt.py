@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
-from collections.abc import Collection, Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..principal import Principal
@@ -26,6 +28,10 @@ __all__ = ["JWTVerifier"]
 
 logger = logging.getLogger("handles.transports.jwt")
 DEFAULT_LEEWAY_SECONDS = 30
+DEFAULT_MAX_LIFETIME_SECONDS = 24 * 3600
+"""The furthest in the future a token's ``exp`` may be (a longer-lived token is refused)."""
+MIN_HS256_SECRET_BYTES = 32
+"""RFC 7518 §3.2: an HS256 key must be at least as long as the hash output."""
 
 
 class JWTVerifier:
@@ -37,15 +43,19 @@ class JWTVerifier:
     Args:
         issuer: The required ``iss``.
         audience: The resource URL the tokens must be issued for (``aud``).
-        secret: The HS256 shared secret (at least 32 bytes is wise).
+        secret: The HS256 shared secret, at least 32 bytes (RFC 7518 §3.2).
         jwks: The JWKS document (``{"keys": [...]}``) for RS256 and friends.
         algorithms: The accepted ``alg`` values; by default HS256 with a
             secret, RS256 with a JWKS.
         leeway: Seconds of clock skew tolerated on ``exp`` and ``nbf``.
+        max_lifetime: The furthest in the future ``exp`` may be, in seconds; a
+            token claiming to live longer (``exp: 1e300``) is refused.
+        clock: The current time, in Unix seconds (for tests).
 
     Raises:
         ImportError: joserfc is not installed.
-        ValueError: Not exactly one of ``secret`` and ``jwks`` was given.
+        ValueError: Not exactly one of ``secret`` and ``jwks`` was given, or the
+            secret is shorter than 32 bytes.
     """
 
     def __init__(
@@ -57,12 +67,20 @@ class JWTVerifier:
         jwks: Mapping[str, Any] | None = None,
         algorithms: Collection[str] | None = None,
         leeway: int = DEFAULT_LEEWAY_SECONDS,
+        max_lifetime: float = DEFAULT_MAX_LIFETIME_SECONDS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         joserfc = _import_joserfc()
         if (secret is None) == (jwks is None):
             raise ValueError("give JWTVerifier exactly one of secret= (HS256) or jwks= (RS256)")
         self._key: KeyFlexible
         if secret is not None:
+            size = len(secret.encode() if isinstance(secret, str) else secret)
+            if size < MIN_HS256_SECRET_BYTES:
+                raise ValueError(
+                    f"the HS256 secret is {size} bytes; it must be at least "
+                    f"{MIN_HS256_SECRET_BYTES} (e.g. secrets.token_urlsafe(32))"
+                )
             self._key = joserfc.jwk.OctKey.import_key(secret)
             self._algorithms = list(algorithms or ("HS256",))
         else:
@@ -75,6 +93,7 @@ class JWTVerifier:
             exp={"essential": True},
         )
         self._errors: tuple[type[Exception], ...] = (joserfc.errors.JoseError, ValueError)
+        self._leeway, self._max_lifetime, self._clock = leeway, max_lifetime, clock
 
     @classmethod
     def from_jwks_file(
@@ -95,21 +114,32 @@ class JWTVerifier:
         except self._errors as exc:
             logger.info("refused a JWT: %s", type(exc).__name__)
             return None
+        if not self._exp_in_bounds(claims.get("exp")):
+            return None
         return _principal(claims)
+
+    def _exp_in_bounds(self, exp: Any) -> bool:
+        if isinstance(exp, bool) or not isinstance(exp, int | float) or not math.isfinite(exp):
+            logger.info("refused a JWT: its exp is not a number")
+            return False
+        if exp > self._clock() + self._max_lifetime + self._leeway:
+            logger.info("refused a JWT: its exp is more than %gs away", self._max_lifetime)
+            return False
+        return True
 
 
 def _principal(claims: dict[str, Any]) -> Principal | None:
+    """A user for a token with ``sub``; without one, the client as itself (never a user)."""
     client_id = claims.get("client_id") or claims.get("azp")
-    subject = claims.get("sub") or client_id
-    if not isinstance(subject, str) or not subject:
-        logger.info("refused a JWT: it names no subject")
-        return None
-    return Principal(
-        subject=subject,
-        issuer=str(claims["iss"]),
-        client_id=client_id if isinstance(client_id, str) else None,
-        scopes=_scopes(claims),
-    )
+    client_id = client_id if isinstance(client_id, str) and client_id else None
+    subject = claims.get("sub")
+    issuer, scopes = str(claims["iss"]), _scopes(claims)
+    if isinstance(subject, str) and subject:
+        return Principal(subject, issuer, client_id, scopes)
+    if subject is None and client_id is not None:
+        return Principal.for_client(client_id, issuer, scopes)
+    logger.info("refused a JWT: it names no subject and no client")
+    return None
 
 
 def _scopes(claims: dict[str, Any]) -> frozenset[str]:

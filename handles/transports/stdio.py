@@ -141,8 +141,11 @@ class _Lines:
         return found
 
     def end(self) -> list[bytes | TooLong]:
-        """The unterminated last line, if any."""
-        return [bytes(self.buffer)] if self.buffer.strip() and not self.skipping else []
+        """The unterminated last line, if any; ``TooLong`` if it was over the limit."""
+        if self.skipping:
+            self.skipping = False
+            return [TooLong(self.limit)]
+        return [bytes(self.buffer)] if self.buffer.strip() else []
 
 
 _PAUSE_AT, _RESUME_AT = 256, 64  # lines read ahead of the message loop

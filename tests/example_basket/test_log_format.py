@@ -129,7 +129,7 @@ def test_the_served_demo_logs_every_call_by_exit(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "HANDLES_SECRET": "s" * 32},
+        env={**os.environ, "HANDLES_SECRET": "log-format-key-" + "s" * 17},
         check=True,
     )
     assert len(done.stdout.splitlines()) == 6

@@ -40,7 +40,7 @@ TICKET = HandleKind("ticket", "tkt", Cart, Lifetime(absolute=3600))
 KINDS: list[HandleKind[Any]] = [BASKET, CART, TICKET]
 ALICE = Principal("alice", issuer="https://id.example")
 BOB = Principal("bob", issuer="https://id.example")
-KEY = b"k" * 32
+KEY = b"handles-test-key-" + b"k" * 15
 
 
 class FakeClock:

@@ -78,7 +78,7 @@ async def test_every_single_character_change_reads_unknown_without_store_calls()
 
 async def test_key_rotation_through_the_manager() -> None:
     env = make_env()
-    old, new = KEY, b"n" * 32
+    old, new = KEY, b"guard-new-key-" + b"n" * 18
     created = await env.manager.create(ALICE, BASKET)
     rotating = HandleManager(env.store, KINDS, secret_keys=[old, new], clock=env.clock)
     assert (await rotating.get(ALICE, BASKET, created.id)).id == created.id
@@ -88,4 +88,6 @@ async def test_key_rotation_through_the_manager() -> None:
     with pytest.raises(UnknownHandle):
         await rotated.get(ALICE, BASKET, created.id)
     with pytest.raises(UnknownHandle):  # a wrong key, however the store looks
-        await HandleManager(env.store, KINDS, secret_keys=b"w" * 32).get(ALICE, BASKET, fresh.id)
+        await HandleManager(env.store, KINDS, secret_keys=b"wrong-key-" + b"w" * 22).get(
+            ALICE, BASKET, fresh.id
+        )

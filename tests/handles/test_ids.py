@@ -22,7 +22,7 @@ class Basket(BaseModel):
 
 BASKET = HandleKind("basket", "bsk", Basket, Lifetime(idle=1800, absolute=86400))
 CART = HandleKind("cart", "crt", Basket, Lifetime(idle=600))
-KEY, OTHER_KEY = b"k" * 32, b"o" * 32
+KEY, OTHER_KEY = b"ids-test-key-" + b"k" * 19, b"ids-other-key-" + b"o" * 18
 ALICE, BOB = Principal("alice").digest, Principal("bob").digest
 NOW = 1_796_000_000.25
 URLSAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -116,7 +116,7 @@ def test_another_kind_is_refused_and_identified(codec: HandleCodec) -> None:
 
 
 def test_key_rotation() -> None:
-    old, new = b"1" * 32, b"2" * 32
+    old, new = b"old-key-" + b"1" * 24, b"new-key-" + b"2" * 24
     before = HandleCodec([BASKET], [old])
     during = HandleCodec([BASKET], [old, new])
     after = HandleCodec([BASKET], [new])
@@ -129,13 +129,28 @@ def test_key_rotation() -> None:
 
 
 def test_string_keys_are_accepted() -> None:
-    codec = HandleCodec([BASKET], "s" * 32)
+    codec = HandleCodec([BASKET], "str-key-" + "s" * 24)
     assert codec.verify(BASKET, codec.mint(BASKET, ALICE, NOW), ALICE) == int(NOW)
 
 
 @pytest.mark.parametrize("keys", [b"short", [KEY, b"x" * 31], "é" * 15])
 def test_short_keys_are_rejected(keys: bytes | str | list[bytes]) -> None:
     with pytest.raises(ValueError, match="at least 32 bytes"):
+        HandleCodec([BASKET], keys)
+
+
+@pytest.mark.parametrize(
+    ("keys", "why"),
+    [
+        ("a" * 32, "one character repeated"),
+        ([KEY, b"\x00" * 64], "one character repeated"),
+        (["", KEY], "blank"),
+        ([KEY, " " * 40], "blank"),
+        (["", "", ""], "blank"),  # HANDLES_SECRET=" , ,"
+    ],
+)
+def test_weak_keys_are_rejected(keys: str | list[bytes] | list[str], why: str) -> None:
+    with pytest.raises(ValueError, match=why):
         HandleCodec([BASKET], keys)
 
 

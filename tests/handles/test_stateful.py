@@ -35,7 +35,7 @@ from . import txn_example
 pytestmark = pytest.mark.anyio
 
 T0 = datetime(2026, 11, 29, 23, 59, tzinfo=UTC).timestamp()
-KEY = b"s" * 32
+KEY = b"stateful-test-key-" + b"s" * 14
 ALICE = Principal("alice", issuer="https://id.example")
 BOB = Principal("bob", issuer="https://id.example")
 SENTENCE = "Tallies expire after 10 minutes without use and 1 hour after creation."

@@ -40,6 +40,18 @@ async def test_static_tokens_map_to_principals() -> None:
     assert isinstance(verifier, TokenVerifier)
 
 
+async def test_static_tokens_are_one_lookup_by_digest() -> None:
+    """100,000 tokens: each is found, near misses are not (the lookup is a dict by SHA-256)."""
+    tokens = {f"token-{n:06d}": f"user-{n}" for n in range(100_000)}
+    verifier = StaticTokenVerifier(tokens)
+    for n in (0, 41_234, 99_999):
+        principal = await verifier.verify_token(f"token-{n:06d}")
+        assert principal is not None and principal.subject == f"user-{n}"
+    for miss in ("token-100000", "token-00000", "token-000000 ", "TOKEN-000000"):
+        assert await verifier.verify_token(miss) is None
+    assert all(len(key) == 32 for key in verifier._tokens)
+
+
 @dataclass
 class AccessToken:
     """The shape of ``mcp.server.auth.provider.AccessToken``."""
@@ -77,7 +89,7 @@ async def test_an_sdk_verifier_adapts() -> None:
     assert await verifier.verify_token("elsewhere") is None
     assert await verifier.verify_token("missing") is None
     client = await verifier.verify_token("client")
-    assert client == Principal("svc", None, "svc", frozenset({"a", "b"}))
+    assert client == Principal.for_client("svc", None, frozenset({"a", "b"}))
 
 
 def test_principal_from_the_real_sdk_access_token() -> None:
@@ -221,7 +233,43 @@ async def test_azp_names_the_client_and_sub_may_be_missing() -> None:
     principal = await hs_verifier().verify_token(hs256(claims(client_id=None, azp="web")))
     assert principal == Principal("alice", ISSUER, "web", frozenset({"read"}))
     machine = await hs_verifier().verify_token(hs256(claims(sub=None, client_id="svc")))
-    assert machine == Principal("svc", ISSUER, "svc", frozenset({"read"}))
+    assert machine == Principal.for_client("svc", ISSUER, frozenset({"read"}))
+
+
+async def test_a_token_without_sub_never_shares_a_principal_with_a_user() -> None:
+    """A client-credentials token for client ``svc`` and a user token whose ``sub`` is ``svc``
+    (through client ``svc``) are two principals with two digests: they share no state."""
+    verifier = hs_verifier()
+    machine = await verifier.verify_token(hs256(claims(sub=None, client_id="svc")))
+    user = await verifier.verify_token(hs256(claims(sub="svc", client_id="svc")))
+    assert machine is not None and user is not None
+    assert (machine.kind, user.kind) == ("client", "user")
+    assert machine != user
+    assert machine.digest != user.digest
+    sdk_machine = principal_from_access_token(AccessToken("t", "svc", [], claims={"iss": ISSUER}))
+    sdk_user = principal_from_access_token(
+        AccessToken("t", "svc", [], subject="svc", claims={"iss": ISSUER})
+    )
+    assert sdk_machine.digest == machine.digest
+    assert sdk_user.digest == user.digest
+
+
+@pytest.mark.parametrize("exp", [1e300, 2**62, "soon", True, float("inf")])
+async def test_an_exp_out_of_bounds_is_refused(exp: Any) -> None:
+    assert await hs_verifier().verify_token(hs256(claims(exp=exp))) is None
+
+
+async def test_exp_may_be_up_to_max_lifetime_away() -> None:
+    now = time.time()
+    verifier = JWTVerifier(issuer=ISSUER, audience=RESOURCE, secret=SECRET, max_lifetime=3600)
+    assert await verifier.verify_token(hs256(claims(exp=int(now) + 3500))) == ALICE
+    assert await verifier.verify_token(hs256(claims(exp=int(now) + 7200))) is None
+
+
+@pytest.mark.parametrize("secret", [b"short", "x" * 31, b""])
+def test_a_short_hs256_secret_is_refused(secret: str | bytes) -> None:
+    with pytest.raises(ValueError, match="at least 32"):
+        JWTVerifier(issuer=ISSUER, audience=RESOURCE, secret=secret)
 
 
 async def test_rs256_with_a_jwks(rsa_key: RSAKey, tmp_path: Path) -> None:

@@ -51,6 +51,18 @@ def build(gate: Gate) -> Server:
         return "done"
 
     @server.tool
+    async def held(ctx: Context) -> str:
+        """Wait for the gate (a cancel stops it)."""
+        await ctx.report_progress(0)
+        try:
+            await gate.open.wait()
+        except anyio.get_cancelled_exc_class():
+            gate.runs.append("held cancelled")
+            raise
+        gate.runs.append("held")
+        return "held"
+
+    @server.tool
     async def step(who: str) -> str:
         """Yield twice, then say who ran."""
         await anyio.lowlevel.checkpoint()
@@ -88,7 +100,7 @@ class Pipes:
 
 
 @asynccontextmanager
-async def over_stdio(gate: Gate) -> AsyncIterator[Pipes]:
+async def over_stdio(gate: Gate, max_concurrency: int = 1) -> AsyncIterator[Pipes]:
     server_in, client_out = os.pipe()
     client_in, server_out = os.pipe()
     os.set_blocking(client_in, False)
@@ -99,7 +111,7 @@ async def over_stdio(gate: Gate) -> AsyncIterator[Pipes]:
                     lambda: serve_stdio(
                         build(gate),
                         principal=Principal("dana"),
-                        max_concurrency=1,
+                        max_concurrency=max_concurrency,
                         stdin=server_in,
                         stdout=server_out,
                     )
@@ -118,7 +130,7 @@ def call(id: str | int, name: str, **arguments: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}
 
 
-def cancel(id: str | int) -> dict[str, Any]:
+def cancel(id: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}
 
 
@@ -155,3 +167,28 @@ async def test_a_cancel_for_a_finished_request_touches_nothing() -> None:
         reply = await client.receive()
         assert reply["result"]["structuredContent"] == {"result": "b"}
         assert gate.runs == ["a", "b"]
+
+
+@pytest.mark.parametrize("transport", ["memory", "stdio"])
+async def test_a_cancel_names_its_request_by_type_too(transport: str) -> None:
+    """``True == 1`` and ``1.0 == 1`` in Python: neither cancels request ``1``; ``1`` does."""
+    gate = Gate()
+    connection = (
+        connected(gate, max_concurrency=2) if transport == "memory" else over_stdio(gate, 2)
+    )
+    async with connection as client:
+        await client.send(call(1, "held"))
+        assert (await client.receive())["method"] == "notifications/progress"
+        await client.send(call("2", "held"))
+        assert (await client.receive())["method"] == "notifications/progress"
+        for other in (True, 1.0, "1"):
+            await client.send(cancel(other))
+        await client.send(cancel("2"))  # a cancel that matches: request "2" ends unanswered
+        with anyio.fail_after(5):
+            while "held cancelled" not in gate.runs:
+                await client.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+                assert (await client.receive())["id"] == 9
+        gate.open.set()
+        reply = await client.receive()
+        assert (reply["id"], reply["result"]["structuredContent"]) == (1, {"result": "held"})
+        assert gate.runs == ["held cancelled", "held"]

@@ -62,3 +62,33 @@ def test_a_socket(backend: str) -> None:
         ours.sendall(PINGS)
         ours.shutdown(socket.SHUT_WR)
         assert serve(theirs, backend) == [pong(1), pong("b")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["file", "pipe"])
+def test_an_unterminated_line_over_the_limit_at_eof_is_answered(
+    tmp_path: Path, backend: str, kind: str
+) -> None:
+    """A last line with no newline that is over the limit still gets its -32600."""
+    data = PINGS + b"\n" + b'{"jsonrpc":"2.0","id":2,"method":"ping","pad":"' + b"x" * 5_000_000
+    if kind == "file":
+        path = tmp_path / "requests.jsonl"
+        path.write_bytes(data)
+        with path.open("rb") as stdin:
+            replies = serve(stdin, backend)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.transports.demo_server", "--backend", backend],
+            cwd=ROOT,
+            input=data,
+            capture_output=True,
+            timeout=WAIT,
+            check=True,
+        )
+        replies = [json.loads(line) for line in done.stdout.splitlines()]
+    errors = [reply for reply in replies if "error" in reply]  # answered by the reader,
+    assert [reply for reply in replies if "error" not in reply] == [pong(1), pong("b")]
+    assert len(errors) == 1  # so it may come before the pongs
+    assert errors[0]["id"] is None
+    assert errors[0]["error"]["code"] == -32600
+    assert "byte limit" in errors[0]["error"]["message"]
