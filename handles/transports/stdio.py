@@ -21,9 +21,11 @@ from ..principal import Principal
 from ..server.dispatch import Connection, Server
 from ._loop import DEFAULT_MAX_CONCURRENCY, Deliver, TooLong, asyncio_loop, serve_messages
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
+__all__ = ["DEFAULT_MAX_BACKLOG_BYTES", "DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
 
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_BACKLOG_BYTES = 1024 * 1024
+"""Reply bytes the stdio writer holds for a client that is not reading before senders wait."""
 _CHUNK = 64 * 1024
 
 
@@ -33,15 +35,19 @@ async def serve_stdio(
     principal: Principal | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    max_backlog_bytes: int = DEFAULT_MAX_BACKLOG_BYTES,
     stdin: int = 0,
     stdout: int = 1,
 ) -> None:
     """Serve ``server`` until stdin closes. The caller is ``principal``.
 
     Without one, it is read from the environment (``Principal.from_environment``).
+    When the client does not read its replies, at most ``max_backlog_bytes`` of
+    them (plus one reply per running request) wait in memory; then the server
+    stops reading requests until the client reads.
     """
     connection = Connection(principal or Principal.from_environment())
-    writer = _Writer(stdout)
+    writer = _Writer(stdout, max_backlog_bytes)
     was_blocking = os.get_blocking(stdin), os.get_blocking(stdout)
     os.set_blocking(stdin, False)
     os.set_blocking(stdout, False)
@@ -228,29 +234,47 @@ async def _read(fd: int) -> bytes:
 
 
 class _Writer:
-    """Writes whole lines; when the pipe is full, one task flushes the backlog."""
+    """Writes whole lines; when the pipe is full, one task flushes the backlog.
 
-    def __init__(self, fd: int) -> None:
+    Backpressure: once the backlog passes ``limit`` bytes, every other sender waits
+    until the flushing task has brought it back under. The message loop's workers
+    then stop, its queue fills, the reader stops reading, and a client that writes
+    requests but never reads its replies blocks on its own writes instead of making
+    the server buffer every reply. The backlog stays under ``limit`` plus one reply
+    per sender (each reply is capped by ``Server(max_result_bytes=...)``).
+    """
+
+    def __init__(self, fd: int, limit: int = DEFAULT_MAX_BACKLOG_BYTES) -> None:
         self._fd = fd
+        self._limit = limit
         self._backlog = bytearray()
         self._flushing = False
+        self._progress: anyio.Event | None = None  # set each time the flusher wrote
 
     async def send(self, data: bytes) -> None:
-        line = data + b"\n"
         if not self._backlog:
             try:
-                written = os.write(self._fd, line)
+                written = _write_line(self._fd, data)
             except BlockingIOError:
                 written = 0
-            if written == len(line):
+            if written == len(data) + 1:
                 return
-            line = line[written:]
-        self._backlog += line
+            self._backlog += memoryview(data)[written:]
+        else:
+            self._backlog += data  # no ``data + b"\n"``: a copy per waiting reply
+        self._backlog += b"\n"
         if not self._flushing:
             # Shielded: the backlog holds other tasks' lines too, and a cancelled
             # drainer would strand them (nothing else flushes until the next send).
             with anyio.CancelScope(shield=True):
                 await self.drain()
+            return
+        # Another task is flushing. The line is in the backlog (it will be written
+        # even if this task is cancelled now); wait while the backlog is over the bound.
+        while self._flushing and len(self._backlog) > self._limit:
+            if self._progress is None:
+                self._progress = anyio.Event()
+            await self._progress.wait()
 
     async def drain(self) -> None:
         self._flushing = True
@@ -261,5 +285,22 @@ class _Writer:
                     del self._backlog[: os.write(self._fd, self._backlog)]
                 except BlockingIOError:
                     continue
+                self._wake()
         finally:
             self._flushing = False
+            self._wake()
+
+    def _wake(self) -> None:
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
+
+
+def _write_line(fd: int, data: bytes) -> int:
+    """Write ``data`` and a newline in one system call, without joining them; bytes written."""
+    if _WRITEV:
+        return os.writev(fd, (data, b"\n"))
+    return os.write(fd, data + b"\n")
+
+
+_WRITEV = hasattr(os, "writev")  # POSIX
