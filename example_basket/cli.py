@@ -233,6 +233,12 @@ async def _serve_http(server: Server, args: argparse.Namespace) -> None:
             f"example_basket: --host {args.host[:60]} needs --tokens (or BASKET_TOKENS): "
             "without authentication the demo serves one local principal on 127.0.0.1 only"
         )
+    elif args.allowed_hosts or args.resource_url:
+        flag = "--allowed-hosts" if args.allowed_hosts else "--resource-url"
+        raise SystemExit(
+            f"example_basket: {flag} needs --tokens (or BASKET_TOKENS): without "
+            "authentication the demo serves one local principal, to loopback Hosts only"
+        )
     else:
         principal = Principal.from_environment()
         options["principal"] = principal

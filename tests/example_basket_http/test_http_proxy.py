@@ -79,6 +79,12 @@ def test_a_bad_resource_url_is_refused_with_a_message() -> None:
     assert "--resource-url: expected an absolute http(s) URL, got 'mcp.example.com/mcp'" in stderr
 
 
+@pytest.mark.parametrize("flag", ["--allowed-hosts", "--resource-url"])
+def test_proxy_flags_need_tokens(flag: str) -> None:
+    stderr = refused_start("--http", "--port", "1", flag, PUBLIC, HANDLES_SECRET=SECRET)
+    assert f"{flag} needs --tokens" in stderr
+
+
 @pytest.mark.parametrize(
     ("secret", "why"),
     [(" , ,", "blank"), ("a" * 32, "one character repeated"), ("key-one-" * 5 + ",", "blank")],
