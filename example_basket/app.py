@@ -21,11 +21,12 @@ from handles import (
     HandleTools,
     InputRequired,
     Lifetime,
+    RateLimit,
+    RateLimiter,
+    SecretKeys,
     Server,
     ToolError,
 )
-from handles.ids import SecretKeys
-from handles.server.ratelimit import RateLimit, RateLimiter
 from stores import Store
 
 from .catalog import CATALOG, Product, search
