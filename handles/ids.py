@@ -30,6 +30,7 @@ from itsdangerous.encoding import base64_decode, base64_encode, want_bytes
 from itsdangerous.exc import BadData
 from itsdangerous.signer import Signer
 
+from .errors import cut
 from .kinds import HandleKind
 
 __all__ = ["HandleCodec", "SecretKeys", "redact"]
@@ -114,8 +115,7 @@ def _mint_time(body: str) -> int:
 
 def redact(handle_id: str) -> str:
     """A handle cut to its prefix and a few characters, quoted, for logs."""
-    head, sep, rest = handle_id[:40].partition("_")
-    return repr(f"{head[:8]}{sep}{rest[:4]}…")
+    return repr(cut(handle_id, 8))
 
 
 class HandleCodec:

@@ -3,7 +3,8 @@
 - the handle layer (``handles/*.py``) stands alone: it imports neither the MCP core
   (``handles.server``, ``handles.transports``) nor what joins the two;
 - ``stores`` imports nothing of ``handles``;
-- the core imports from the handle layer only ``handles.errors`` and ``handles.principal``;
+- the core imports from the handle layer only ``handles.errors`` and ``handles.principal``
+  (and the neutral ``handles._awaitables``, which imports nothing of ``handles``);
 - only ``handles/stateful.py`` and ``handles/integrations/`` join the two wings
   (``handles/__init__.py`` names the core's classes too, but imports them on first use).
 
@@ -24,7 +25,9 @@ CORE = ("handles.server", "handles.transports")
 JOINS = ("handles.stateful", "handles.integrations")
 #: Old import paths kept for one release; each only re-exports a core module.
 SHIMS = {"handles.tools", "handles.jsonrpc", "handles.auth"}
-CORE_MAY_USE = {"handles.errors", "handles.principal"}
+#: Leaves that both wings use; they import nothing of handles.
+NEUTRAL = {"handles._awaitables"}
+CORE_MAY_USE = {"handles.errors", "handles.principal", *NEUTRAL}
 
 
 def module_name(path: Path) -> str:
@@ -90,6 +93,12 @@ def test_the_handle_layer_imports_no_core_and_no_join() -> None:
     }
     assert {k: v for k, v in crossing.items() if v} == {}
     assert len(crossing) >= 9  # errors, principal, kinds, ids, handle, manager, _guard, ...
+
+
+def test_neutral_modules_import_nothing_of_handles() -> None:
+    for name in NEUTRAL:
+        path = ROOT / (name.replace(".", "/") + ".py")
+        assert [m for m in imports(path) if within(m, ("handles",))] == []
 
 
 def test_stores_import_nothing_of_handles() -> None:

@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..server.dispatch import Connection, Server
-from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
+from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, as_id, error_response, parse
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "TooLong", "asyncio_loop", "serve_messages"]
 
@@ -192,8 +192,9 @@ class _Loop:
             self.space.set()
             self.space = None
 
-    def _cancel(self, id: Any) -> None:
-        if not isinstance(id, str | int):
+    def _cancel(self, requested: Any) -> None:
+        id = as_id(requested)
+        if id is None:
             return
         scope = self.in_flight.get(id)
         if scope is not None:
