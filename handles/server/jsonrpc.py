@@ -89,7 +89,7 @@ def encode(value: Any) -> str:
 def dumps(message: Any) -> bytes:
     """Compact UTF-8 JSON with no embedded newline, as stdio framing needs.
 
-    orjson writes it (a tool result in about a tenth of the stdlib encoder's time).
+    orjson writes it (much faster than the stdlib encoder; see benchmarks/RESULTS.md).
     What orjson refuses, the stdlib writes: keys that are not strings (made
     strings), integers beyond 64 bits, and lone surrogates. A client can send one
     of those (as a ``\\ud800`` escape) and errors echo what clients send: such a

@@ -68,16 +68,14 @@ async def serve_messages(
 class _Loop:
     """Runs requests on worker tasks that are started as needed and then reused.
 
-    A task per request costs more than a typical request (``start_soon`` is about
-    50 µs on asyncio); a worker that finds more requests queued goes straight on to
-    the next one. Only one worker at a time is on its way (woken or started, not yet
-    running): each worker, as it takes a request, makes sure another is coming for
-    the rest. Requests that never wait (an in-memory store) then run back to back on
-    one worker, without a wake-up each; requests that wait (Redis) still each get a
-    worker as soon as the one before them waits. At most ``limit`` requests run at
-    once and up to ``limit * QUEUE_FACTOR`` more wait in order; only when that queue
-    is full does the reader wait. Until then it keeps reading, so a
-    ``notifications/cancelled`` behind busy requests still arrives.
+    A task per request costs more than a typical request; a worker that finds more requests
+    queued goes straight on to the next one. Only one worker at a time is on its way (woken or
+    started, not yet running): each worker, as it takes a request, makes sure another is coming
+    for the rest. Requests that never wait (an in-memory store) then run back to back on one
+    worker, without a wake-up each; requests that wait (Redis) still each get a worker as soon
+    as the one before them waits. At most ``limit`` requests run at once and up to ``limit *
+    QUEUE_FACTOR`` more wait in order; only when that queue is full does the reader wait. Until
+    then it keeps reading, so a ``notifications/cancelled`` behind busy requests still arrives.
     """
 
     def __init__(
