@@ -31,7 +31,7 @@ import httpx
 import pytest
 from anyio.abc import SocketStream
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
 BUDGET = 16 * MiB

@@ -26,6 +26,7 @@ import pytest
 from handles.transports._loop import DEFAULT_MAX_CONCURRENCY, QUEUE_FACTOR
 from handles.transports.stdio import DEFAULT_MAX_BACKLOG_BYTES
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
 REPLY_CHARS = 100_000
