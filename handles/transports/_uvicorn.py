@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import h11
@@ -87,6 +88,31 @@ class _LingeringTransport:
         self._transport.close()
 
 
+class _Refusals:
+    """Logs refused connections at most once per ``every`` seconds, with their count.
+
+    A flood of connections must not become a flood of log lines.
+    """
+
+    def __init__(self, max_connections: int, every: float = 10.0) -> None:
+        self._max, self._every = max_connections, every
+        self._count = 0
+        self._logged_at = float("-inf")
+
+    def note(self) -> None:
+        self._count += 1
+        now = time.monotonic()
+        if now - self._logged_at >= self._every:
+            logger.warning(
+                "refused %d connection(s) since the last such message: %d are open "
+                "(max_connections); the next message comes in %g s at the earliest",
+                self._count,
+                self._max,
+                self._every,
+            )
+            self._count, self._logged_at = 0, now
+
+
 def guarded_protocol(
     *, max_connections: int, header_timeout: float, linger: float = 2.0
 ) -> type[asyncio.Protocol]:
@@ -106,12 +132,14 @@ def guarded_protocol(
         "send the whole head at once.\n",
     )
 
+    refusals = _Refusals(max_connections)
+
     class GuardedH11Protocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             if len(self.connections) >= max_connections:
-                logger.warning("refused a connection: %d are open", len(self.connections))
+                refusals.note()
                 transport.write(busy)
                 transport.close()
                 return
