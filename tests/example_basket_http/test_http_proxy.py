@@ -76,13 +76,15 @@ def refused_start(*args: str, **env: str) -> str:
 def test_a_bad_resource_url_is_refused_with_a_message() -> None:
     args = ("--http", "--port", "1", "--resource-url", "mcp.example.com/mcp")
     stderr = refused_start(*args, BASKET_TOKENS=TOKENS, HANDLES_SECRET=SECRET)
-    assert "--resource-url: expected an absolute http(s) URL, got 'mcp.example.com/mcp'" in stderr
+    assert "--resource-url 'mcp.example.com/mcp': expected an absolute http(s) URL" in stderr
 
 
-@pytest.mark.parametrize("flag", ["--allowed-hosts", "--resource-url"])
-def test_proxy_flags_need_tokens(flag: str) -> None:
-    stderr = refused_start("--http", "--port", "1", flag, PUBLIC, HANDLES_SECRET=SECRET)
-    assert f"{flag} needs --tokens" in stderr
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--allowed-hosts", "mcp.example.com"), ("--resource-url", PUBLIC)]
+)
+def test_proxy_flags_need_tokens(flag: str, value: str) -> None:
+    stderr = refused_start("--http", "--port", "1", flag, value, HANDLES_SECRET=SECRET)
+    assert f"{flag} {value!r} needs --tokens" in stderr
 
 
 @pytest.mark.parametrize(
