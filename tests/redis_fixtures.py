@@ -76,16 +76,34 @@ class RedisCluster:
         return f"redis+cluster://127.0.0.1:{self.nodes[0].port}"
 
     def primary_for(self, key: str) -> RedisServer:
-        """The node that currently serves ``key``'s slot."""
-        for node in self.nodes:
-            if node.process.poll() is None:
-                slots = node.client().cluster("SLOTS")
-                break
+        """The node that serves ``key``'s slot, as the first living node sees it.
+
+        Right after a failover the nodes learn of the promotion one by one: use
+        ``wait_for_new_primary`` to know that the whole cluster agrees.
+        """
+        living = next(node for node in self.nodes if node.process.poll() is None)
+        port = self._primary_port_seen_by(living, key)
+        if port is None:
+            raise LookupError(f"{key!r} is not served (as node {living.port} sees it)")
+        return next(node for node in self.nodes if node.port == port)
+
+    def wait_for_new_primary(self, key: str, old: RedisServer) -> RedisServer:
+        """Block until every living node names one primary for ``key``, and not ``old``."""
+        living = [node for node in self.nodes if node is not old and node.process.poll() is None]
+
+        def agreed() -> bool:
+            seen = {self._primary_port_seen_by(node, key) for node in living}
+            return len(seen) == 1 and seen != {None} and seen != {old.port}
+
+        _wait_until(agreed, f"every node to agree on a new primary for {key!r}", *living)
+        return self.primary_for(key)
+
+    def _primary_port_seen_by(self, node: RedisServer, key: str) -> int | None:
         slot = redis.crc.key_slot(key.encode())
-        for start, end, primary, *_ in slots:
+        for start, end, primary, *_ in node.client().cluster("SLOTS"):
             if start <= slot <= end:
-                return next(n for n in self.nodes if n.port == int(primary[1]))
-        raise LookupError(f"slot {slot} is not served")
+                return int(primary[1])
+        return None
 
     def wait_for_replicas(self, primary: RedisServer) -> None:
         """Block until ``primary``'s replicas have every write it has acknowledged."""
