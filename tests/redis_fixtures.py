@@ -28,6 +28,7 @@ from redis.retry import Retry
 
 from stores._redis_wire import _Protocol
 from stores.redis import RedisStore
+from tests.listening import listens
 
 __all__ = [
     "RedisCluster",
@@ -119,6 +120,10 @@ class RedisCluster:
         _wait_until(caught_up, "the replicas to catch up", primary, *servers)
 
 
+class ServerExited(RuntimeError):
+    """A redis-server process ended while a fixture waited for it."""
+
+
 def require(binary: str) -> str:
     """The path of ``binary``; skip (fail under CI) when it is not installed."""
     path = shutil.which(binary)
@@ -148,7 +153,14 @@ def running_redis_server(
     with ExitStack() as stack:
         if directory is None:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-")))
-        server = _start(binary, directory, port or free_ports(1)[0], args)
+        for attempt in range(3):
+            try:
+                server = _start(binary, directory, port or free_ports(1)[0], args)
+                break
+            except ServerExited:
+                if port is not None or attempt == 2:
+                    raise  # a port given is not ours to change
+                # Another process took the free port first: try another.
         stack.callback(server.kill)
         yield server
 
@@ -159,11 +171,16 @@ def _start(binary: str, directory: Path, port: int, args: tuple[str, ...]) -> Re
     command += ["--appendonly", "no", "--dir", str(directory), "--logfile", str(log), *args]
     server = RedisServer(port, subprocess.Popen(command, stdin=subprocess.DEVNULL), log)
     try:
-        _wait_until(lambda: _pings(server), f"redis-server on port {port} to answer", server)
+        _wait_until(lambda: _answers(server), f"redis-server on port {port} to answer", server)
     except BaseException:
         server.kill()
         raise
     return server
+
+
+def _answers(server: RedisServer) -> bool:
+    """It listens on its port (not another process that took the port) and answers."""
+    return listens(server.process.pid, server.port) and _pings(server)
 
 
 def _pings(server: RedisServer) -> bool:
@@ -181,7 +198,7 @@ def _wait_until(ready: Callable[[], bool], what: str, *servers: RedisServer) -> 
     while not ready():
         for server in servers:
             if server.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited: {server.log.read_text()[-2000:]}")
+                raise ServerExited(f"redis-server exited: {server.log.read_text()[-2000:]}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"gave up waiting for {what}")
         time.sleep(0.05)
