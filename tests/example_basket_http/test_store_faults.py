@@ -219,13 +219,15 @@ async def test_a_redis_outage_is_a_retryable_error_and_heals_by_itself(fault: st
 
 
 async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
-    """add_item until 2,000 are acknowledged; Redis (appendfsync always) is SIGKILLed at 700.
+    """add_item until 1,000 are acknowledged; Redis (appendfsync always) is SIGKILLed at 500.
 
     The count of calls refused while Redis is down depends on how fast the machine
     answers them, so the run is sized by acknowledged adds, not by attempts: the
-    safety checks below always cover writes from before and after the crash.
+    safety checks below always cover writes from before and after the crash. The
+    writes at risk are those in flight at the kill (one per worker); a thousand is
+    enough around them and keeps the test well inside its timeout on a slow machine.
     """
-    wanted, crash_after = 2000, 700
+    wanted, crash_after = 1000, 500
     with (
         redis(*DURABLE) as store,
         demo_server("--store", store.url, *NO_LIMIT, env=ENV) as server,
@@ -233,7 +235,7 @@ async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
         async with caller(server.url) as alice:
             baskets = [await alice.basket() for _ in range(20)]
             tally, attempts = Tally(), 0
-            crashed, back = anyio.Event(), anyio.Event()
+            crashed = anyio.Event()
 
             async def worker(rng: random.Random) -> None:
                 nonlocal attempts
@@ -245,7 +247,7 @@ async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
                     started = time.monotonic()
                     result = await alice.call("add_item", basket_id=basket_id, sku=sku)
                     tally.record(basket_id, sku, result, time.monotonic() - started)
-                    if result["isError"] and not back.is_set():
+                    if result["isError"]:
                         await anyio.sleep(0.01)  # a client backing off while it fails
 
             async with anyio.create_task_group() as tg:
@@ -256,7 +258,6 @@ async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
                 at_crash = sum(tally.ok.values())
                 await anyio.sleep(1)  # the outage
                 store.start()
-                back.set()
             await until_ok(alice, baskets[0])
             final = {basket_id: await alice.items(basket_id) for basket_id in baskets}
             log = server.log_tail()
