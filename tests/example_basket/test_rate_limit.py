@@ -11,8 +11,8 @@ from mcp.types import TextContent
 
 from example_basket.app import build_server
 from example_basket.cli import HTTP_RATE_LIMIT, load_tokens, parse_args, rate_limit
+from handles import RateLimiter
 from handles.principal import Principal
-from handles.ratelimit import RateLimiter
 from handles.server import Connection, Server
 from stores.memory import MemoryStore
 
