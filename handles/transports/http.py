@@ -6,6 +6,12 @@ It is stateless: every request gets a fresh ``Connection`` and no session id.
 The ``MCP-Protocol-Version`` header picks the era of each request. Replies are
 JSON, or SSE for a request whose tool reports progress; a client that closes
 that stream (or leaves before it starts) cancels the tool.
+
+A request is judged by its head (``HttpApp._refusal``, then the bearer token)
+before any of its body is read; a refusal closes the connection unread. Reading a
+body is bounded per request (``max_body_bytes``, ``body_timeout``) and across all
+requests (``max_buffered_bytes``); ``serve_http`` and ``uvicorn_config`` add a
+connection cap and a header deadline (see docs/http.md for the memory bound).
 """
 
 from __future__ import annotations
