@@ -1,21 +1,21 @@
-"""400 hostile connections against a real server process on loopback: memory stays bounded
-and a good request is still answered.
+"""500 hostile connections against a real server process on loopback: memory stays bounded
+and a good request is answered while 400 of them are open.
 
 The server (``tests/transports/http_server.py``) runs as ``serve_http`` does, with a
 16 MiB body budget. The hostile clients, all at once:
 
-- 250 trickle a request head (12 KiB of it) and stall,
+- 350 trickle a request head (12 KiB of it) and stall,
 - 50 connect and send nothing,
 - 50 send no token and a foreign ``Host``, declare 4 MiB and stall after 1 MiB
-  (refused from the head),
+  (refused from the head, and closed),
 - 50 send a token, declare 4 MiB and stall after 1 MiB (the budget holds 12 of them,
-  keeping its last quarter for small bodies).
+  keeping its last quarter for small bodies; the others get 503 and are closed).
 
-While all 400 are open, a good request gets its answer. The server's peak resident
-memory (``VmHWM``) minus its resident memory before must stay under the bound of
-docs/http.md: ``N * PER_CONNECTION + max_buffered_bytes``. Then every hostile
-connection is closed by the server itself (header and body deadlines). Run with
-``-s`` to see the figures.
+Once the refusals are answered, at least 400 hostile connections are still open, and
+a good request gets its answer. The server's peak resident memory (``VmHWM``) minus
+its resident memory before must stay under the bound of docs/http.md:
+``N * PER_CONNECTION + max_buffered_bytes``. Then every hostile connection is closed
+by the server itself (header and body deadlines). Run with ``-s`` to see the figures.
 """
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
 BUDGET = 16 * MiB
-HEADER_TIMEOUT = 3.0
+HEADER_TIMEOUT = 10.0
 PER_CONNECTION = 16 * 1024 + 2 * 64 * 1024 + 16 * 1024
 """The bound's per-connection term (docs/http.md): a 16 KiB head, 64 KiB of read-ahead
 plus one 64 KiB read, 16 KiB of state."""
-SLOW_HEADS, IDLE, REFUSED, STALLED = 250, 50, 50, 50
+SLOW_HEADS, IDLE, REFUSED, STALLED = 350, 50, 50, 50
+LARGE_SHARE = BUDGET - BUDGET // 4
+"""The part of the budget large bodies may hold; the rest is kept for small ones."""
 WAIT = 60.0
 
 
@@ -112,7 +114,7 @@ async def send_quietly(stream: SocketStream, data: bytes) -> None:
         pass
 
 
-async def test_400_hostile_connections_bounded_and_a_good_request_served(
+async def test_hostile_connections_bounded_and_a_good_request_served_with_400_open(
     server: tuple[int, int],
 ) -> None:
     pid, port = server
@@ -132,9 +134,14 @@ async def test_400_hostile_connections_bounded_and_a_good_request_served(
     streams: list[SocketStream] = []
     endings: dict[str, list[bytes]] = {"slow": [], "idle": [], "refused": [], "stalled": []}
 
+    refusals_done = anyio.Event()  # the refused and the over-budget ones have their answer
+    over_budget = STALLED - LARGE_SHARE // MiB
+
     async def hold(kind: str, stream: SocketStream, data: bytes) -> None:
         await send_quietly(stream, data)
         endings[kind].append(await read_until_closed(stream))
+        if len(endings["refused"]) == REFUSED and len(endings["stalled"]) >= over_budget:
+            refusals_done.set()
 
     started = time.perf_counter()
     with anyio.fail_after(WAIT):
@@ -158,8 +165,8 @@ async def test_400_hostile_connections_bounded_and_a_good_request_served(
                         data = head("127.0.0.1", 4 * MiB, "tok-alice") + b"x" * MiB
                     tg.start_soon(hold, kind, stream, data)
             opened = time.perf_counter() - started
-            # Every hostile connection is open (or, if refused, answered): now a good one.
-            await anyio.sleep(0.5)  # let the stalled bodies arrive and be buffered
+            # Every hostile connection is open, or refused and answered: now a good one.
+            await refusals_done.wait()
             async with httpx.AsyncClient(timeout=WAIT) as http:
                 sent = time.perf_counter()
                 reply = await http.post(url, json=good, headers=auth)
@@ -167,6 +174,11 @@ async def test_400_hostile_connections_bounded_and_a_good_request_served(
             assert reply.status_code == 200
             assert reply.json()["result"]["structuredContent"] == {"result": "alice"}
             peak = memory(pid)["VmHWM"]
+            still_open = len(streams) - sum(map(len, endings.values()))
+            # The heads, the silent ones and the bodies the budget holds wait for their
+            # deadlines: at least 400 hostile connections are open right now.
+            assert not endings["slow"] and not endings["idle"]
+            assert still_open >= 400
         # Here every hostile connection has been closed by the server.
     lasted = time.perf_counter() - started
     for stream in streams:
@@ -179,7 +191,7 @@ async def test_400_hostile_connections_bounded_and_a_good_request_served(
         f"\nfigure: {connections} hostile connections, opened in {opened:.2f} s; "
         f"server RSS {before / MiB:.1f} MiB before, peak {peak / MiB:.1f} MiB "
         f"(+{grew / MiB:.1f} MiB, bound {bound / MiB:.1f} MiB); "
-        f"good request answered in {latency * 1000:.1f} ms; "
+        f"good request answered in {latency * 1000:.1f} ms with {still_open} open; "
         f"all hostile connections closed by the server after {lasted:.1f} s"
     )
     assert grew <= bound
@@ -188,5 +200,4 @@ async def test_400_hostile_connections_bounded_and_a_good_request_served(
     assert all(end.startswith(b"HTTP/1.1 403 ") for end in endings["refused"])
     statuses = sorted(end[9:12].decode() for end in endings["stalled"])
     assert set(statuses) <= {"408", "503"}
-    large_share = BUDGET - BUDGET // 4  # the rest is kept for small bodies
-    assert statuses.count("503") >= STALLED - large_share // MiB
+    assert statuses.count("503") >= over_budget
