@@ -45,9 +45,9 @@ class _Wakeup:
     """An idle worker's ``anyio.Event``, on asyncio as a bare future.
 
     ``anyio.Event`` wraps ``asyncio.Event``, which makes a future per wait (and on
-    Python 3.11 looks the loop up with a ``getpid()`` system call): about a tenth of
-    a small request at one call in flight. Cancelling the waiting task cancels the
-    future, as with any asyncio await.
+    Python 3.11 looks the loop up with a ``getpid()`` system call), at every call when
+    one call is in flight. Cancelling the waiting task cancels the future, as with
+    any asyncio await.
     """
 
     __slots__ = ("_future",)
