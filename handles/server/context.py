@@ -361,14 +361,20 @@ class Context:
                 "allow (it asks through an input-required result instead)."
             )
         peer = self._peer
-        if peer is not None and isinstance(peer.capabilities.get(capability), dict):
+        declared = peer.capabilities.get(capability) if peer is not None else None
+        if not isinstance(declared, dict):
             return (
-                f"This tool needs to {what}, but this connection cannot carry a request to the "
-                "client (over HTTP the client must accept text/event-stream)."
+                f"This tool needs to {what}, but the client did not declare the {capability} "
+                "capability."
+            )
+        if peer is not None and peer.pending is not None and self._notify is not None:
+            return (  # elicitation declared for URL mode only
+                f"This tool needs to {what} with a form, but the client declared only URL-mode "
+                "elicitation."
             )
         return (
-            f"This tool needs to {what}, but the client did not declare the {capability} "
-            "capability."
+            f"This tool needs to {what}, but this connection cannot carry a request to the "
+            "client (over HTTP the client must accept text/event-stream)."
         )
 
     async def _ask(self, method: str, params: dict[str, Any], seconds: float) -> dict[str, Any]:
