@@ -112,7 +112,7 @@ async def test_url_only_elicitation_is_not_form_elicitation() -> None:
 
 async def test_the_modern_era_never_sends_requests() -> None:
     async with connect_memory(build_server(), ALICE) as client:
-        caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+        caps: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
         await call(client, 1, "ask", _meta=modern_meta(**caps))
         assert text(await client.receive()) == (
             "This tool tried to ask the user during the call, which protocol 2026-07-28 does "
@@ -185,7 +185,7 @@ async def test_confirm_in_both_eras() -> None:
         await answer(client, request, {"action": "accept", "content": {"confirm": True}})
         assert text(await client.receive()) == "accept"
 
-        caps = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+        caps: dict[str, Any] = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
         await call(client, 2, "sure", _meta=modern_meta(**caps))
         first = (await client.receive())["result"]
         assert first["resultType"] == "input_required"
