@@ -229,6 +229,7 @@ def build_server(
             raise ToolError(f"Basket {basket.id} is empty; call add_item first.")
         total = _total(basket.state)
         if not confirm:
+            await ctx.debug(f"asking the user to confirm {total:.2f} EUR", logger="checkout")
             question = f"Place the order for basket {basket.id}, total {total:.2f} EUR?"
             # The user must have seen this version of the basket: one changed since is asked again.
             answer = await ctx.confirm(question, state=_seen(basket), label="Place the order")
@@ -244,6 +245,8 @@ def build_server(
                 )
         items = view(basket.id, basket.state).items
         order_id = f"ord_{secrets.token_hex(6)}"
+        placed = {"order_id": order_id, "basket_id": basket.id, "total": total}
+        await ctx.info({"event": "order placed", **placed}, logger="checkout")
         return Order(order_id=order_id, basket_id=basket.id, items=items, total=total)
 
     @tools.closes(kind, reason="closed")
