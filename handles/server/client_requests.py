@@ -10,10 +10,8 @@ timeout, the tool call's cancellation) removes the entry, so nothing is left beh
 
 from __future__ import annotations
 
-import logging
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
@@ -28,8 +26,6 @@ __all__ = [
     "NotSupported",
     "PendingRequests",
 ]
-
-logger = logging.getLogger("handles.server.client_requests")
 
 
 class ClientRequestError(ToolError):
@@ -100,13 +96,3 @@ class PendingRequests:
         """Whether a response's id names one of this table's requests (waiting or not)."""
         id = message.get("id")
         return isinstance(id, str) and id.startswith(f"{self.replica}-")
-
-
-def is_response(message: Any) -> bool:
-    """Whether a decoded message is a JSON-RPC response (a result or an error, no method)."""
-    return (
-        isinstance(message, dict)
-        and "method" not in message
-        and "id" in message
-        and ("result" in message) != ("error" in message)
-    )
