@@ -3,7 +3,8 @@
 The request goes out on the ``tools/call`` POST's SSE stream; the client answers
 with a new POST (202). The answer must reach the replica that asked: another
 replica refuses it (400) and the call keeps waiting for the right one. A client
-that leaves cancels the call, and the request is forgotten. asyncio only (uvicorn).
+that leaves cancels the call, and the request is forgotten. Another principal's
+answer is refused. asyncio only (uvicorn).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 from handles.principal import Principal
+from handles.transports.auth import StaticTokenVerifier
 from handles.transports.http import HttpApp, http_app
 
 from .asking_support import build_server, legacy_init
@@ -131,3 +133,21 @@ async def test_a_client_that_takes_only_json_cannot_be_asked() -> None:
         )
         sure = await http.post(url, json=body(2, "tools/call", {"name": "sure"}), headers=json_only)
         assert sure.json()["result"]["content"][0]["text"] == "unavailable"
+
+
+async def test_only_the_principal_asked_can_answer() -> None:
+    verifier = StaticTokenVerifier({"tok-alice": ALICE, "tok-bob": Principal("bob")})
+    app = http_app(build_server(), verifier=verifier, resource_url="http://127.0.0.1/mcp")
+    as_alice = {"authorization": "Bearer tok-alice"}
+    as_bob = {**LEGACY, "authorization": "Bearer tok-bob"}
+    async with serving(app) as url, httpx.AsyncClient(timeout=WAIT, headers=as_alice) as http:
+        init = body(0, "initialize", legacy_init(elicitation={}))
+        await http.post(url, json=init, headers=BOTH)
+        async with calling(http, url, "ask") as stream:
+            request = await stream.next()
+            answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "decline"}}
+            forged = await http.post(url, json=answer, headers=as_bob)
+            assert forged.status_code == 400
+            assert len(app.pending) == 1
+            assert (await http.post(url, json=answer, headers=LEGACY)).status_code == 202
+            assert (await stream.next())["result"]["content"][0]["text"] == "decline None"
