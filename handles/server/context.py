@@ -11,6 +11,7 @@ works in both protocol eras). See ``docs/context.md``.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any, Literal
 import anyio
 from pydantic_core import to_jsonable_python
 
+from ..errors import cut
 from ..principal import Principal
 from ._validation import shorten
 from .client_requests import (
@@ -220,7 +222,7 @@ class Context:
         if size <= self._max_log_bytes:
             return value
         return (
-            f"{shorten(value, 200)} [log data of {size} bytes cut: this server sends at most "
+            f"{_shown(value, 200)} [log data of {size} bytes cut: this server sends at most "
             f"{self._max_log_bytes}]"
         )
 
@@ -405,7 +407,7 @@ class Context:
             text = error.get("message") if isinstance(error, dict) else None
             word = "does not support" if code == METHOD_NOT_FOUND else "refused"
             raise ClientUnsupported(
-                f"The client {word} the {method} request: {shorten(text, 200)}",
+                f"The client {word} the {method} request: {_shown(text, 200)}",
                 code if isinstance(code, int) else None,
             )
         result = answer.get("result")
@@ -432,6 +434,15 @@ async def _cancel_sent(notify: Notify, id: str, reason: str) -> None:
         await notify({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
     except Exception:  # the stream is gone: nothing more to tell
         logger.debug("could not tell the client that request %s ended", id)
+
+
+def _shown(value: Any, limit: int) -> str:
+    """``value`` as JSON, cut to ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return cut(text, limit)
 
 
 def _unloggable(value: Any) -> str:
