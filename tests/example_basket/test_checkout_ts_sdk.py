@@ -31,7 +31,7 @@ SCHEMA = {
 
 @pytest.fixture(scope="module")
 def tools() -> NodeTools:
-    return require_node_tools()
+    return require_node_tools(packages=("@modelcontextprotocol/sdk",))
 
 
 @pytest.fixture(scope="module")
