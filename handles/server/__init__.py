@@ -11,6 +11,7 @@ The core knows nothing of handles: from the handle layer it imports only
 """
 
 from ..errors import ToolError as ToolError
+from .client_requests import ClientCancelled as ClientCancelled
 from .client_requests import ClientRequestError as ClientRequestError
 from .client_requests import ClientTimeout as ClientTimeout
 from .client_requests import ClientUnsupported as ClientUnsupported
@@ -39,6 +40,7 @@ from .tools import ToolFunction as ToolFunction
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
     "AudioContent",
+    "ClientCancelled",
     "ClientRequestError",
     "ClientTimeout",
     "ClientUnsupported",

@@ -20,6 +20,7 @@ from ..principal import Principal
 from .jsonrpc import Message
 
 __all__ = [
+    "ClientCancelled",
     "ClientRequestError",
     "ClientTimeout",
     "ClientUnsupported",
@@ -42,6 +43,10 @@ class ClientTimeout(ClientRequestError):
     """The client did not answer in time; the request was cancelled."""
 
 
+class ClientCancelled(ClientRequestError):
+    """The client cancelled the request (``notifications/cancelled``) instead of answering."""
+
+
 class ClientUnsupported(ClientRequestError):
     """The client answered with a JSON-RPC error (it refused or failed the request)."""
 
@@ -55,6 +60,7 @@ class _Waiter:
     owner: str
     done: anyio.Event = field(default_factory=anyio.Event)
     answer: Message | None = None
+    cancelled: bool = False
 
 
 class PendingRequests:
@@ -89,6 +95,15 @@ class PendingRequests:
         if waiter is None or waiter.owner != principal.digest or waiter.done.is_set():
             return False
         waiter.answer = message
+        waiter.done.set()
+        return True
+
+    def cancel(self, id: object, principal: Principal) -> bool:
+        """The client's ``notifications/cancelled`` for one of our requests: end its wait."""
+        waiter = self._waiting.get(id) if isinstance(id, str) else None
+        if waiter is None or waiter.owner != principal.digest or waiter.done.is_set():
+            return False
+        waiter.cancelled = True
         waiter.done.set()
         return True
 

@@ -24,6 +24,7 @@ from ..errors import cut
 from ..principal import Principal
 from ._validation import shorten
 from .client_requests import (
+    ClientCancelled,
     ClientRequestError,
     ClientTimeout,
     ClientUnsupported,
@@ -252,6 +253,7 @@ class Context:
             NotSupported: the client cannot be asked (see ``can_elicit``); in the
                 2026-07-28 era, ask with an ``InputRequired`` result or ``confirm``.
             ClientTimeout: no answer within ``seconds``.
+            ClientCancelled: the client cancelled the request.
             ClientUnsupported: the client answered with an error.
         """
         if not self.can_elicit:
@@ -287,7 +289,7 @@ class Context:
         other ``params`` (``modelPreferences``, ``stopSequences``...) are sent as they are.
 
         Raises:
-            NotSupported, ClientTimeout, ClientUnsupported: as ``elicit``.
+            NotSupported, ClientTimeout, ClientCancelled, ClientUnsupported: as ``elicit``.
         """
         if not self.can_sample:
             raise NotSupported(self._unsupported("sampling", "ask the client's model"))
@@ -343,7 +345,7 @@ class Context:
             return "unavailable"
         try:
             elicited = await self.elicit(message, schema, seconds=seconds)
-        except ClientTimeout:
+        except (ClientTimeout, ClientCancelled):
             return "cancel"
         except ClientUnsupported:
             return "unavailable"
@@ -394,6 +396,8 @@ class Context:
             raise
         finally:
             pending.close(id)
+        if waiter.cancelled:
+            raise ClientCancelled(f"The client cancelled the {method} request.")
         answer = waiter.answer
         if answer is None:
             await _cancel_sent(notify, id, "timed out")

@@ -209,6 +209,9 @@ class _Loop:
         id = as_id(requested)
         if id is None:
             return
+        pending = self.connection.pending
+        if pending is not None and pending.cancel(id, self.connection.principal):
+            return  # one of our requests to the client: its tool call sees ClientCancelled
         scope = self.in_flight.get(id)
         if scope is not None:
             logger.debug("request %r cancelled by the client", id)

@@ -212,6 +212,8 @@ class HttpApp:
             await send_json(send, 400, error_response(exc.id, exc))
             return
         if "id" not in message:
+            if message["method"] == "notifications/cancelled":  # of a request we sent?
+                self.pending.cancel(message["params"].get("requestId"), principal)
             await send_response(send, 202)
             return
         connection = Connection(principal, era, version)

@@ -172,6 +172,23 @@ async def test_a_cancelled_call_tells_the_client_and_forgets_its_request() -> No
         assert (await client.request(2, "ping"))["result"] == {}
 
 
+async def test_the_client_may_cancel_our_request_instead_of_answering() -> None:
+    async with connect_memory(build_server(), ALICE) as client:
+        await client.request(0, "initialize", legacy_init(elicitation={}))
+        for id, tool, outcome in [
+            (1, "ask", "The client cancelled the elicitation/create request."),
+            (2, "sure", "cancel"),
+        ]:
+            await call(client, id, tool)
+            request = await asked(client, "elicitation/create")
+            cancel = {"requestId": request["id"], "reason": "the user closed the dialog"}
+            await client.send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+            )
+            reply = await client.receive()
+            assert reply["id"] == id and text(reply) == outcome
+
+
 async def test_confirm_in_both_eras() -> None:
     async with connect_memory(build_server(), ALICE) as client:
         await client.request(0, "initialize", legacy_init(elicitation={}))

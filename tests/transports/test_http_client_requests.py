@@ -120,6 +120,22 @@ async def test_a_client_that_leaves_cancels_the_call_and_its_request() -> None:
         assert "no longer waiting" in refused.json()["error"]["message"]
 
 
+async def test_a_client_that_cancels_our_request_ends_the_wait() -> None:
+    app = http_app(build_server(), principal=ALICE)
+    async with serving(app) as url, httpx.AsyncClient(timeout=WAIT) as http:
+        await http.post(url, json=body(0, "initialize", legacy_init(elicitation={})), headers=BOTH)
+        async with calling(http, url, "sure") as stream:
+            request = await stream.next()
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": request["id"]},
+            }
+            assert (await http.post(url, json=cancel, headers=LEGACY)).status_code == 202
+            assert (await stream.next())["result"]["content"][0]["text"] == "cancel"
+        assert len(app.pending) == 0
+
+
 async def test_a_client_that_takes_only_json_cannot_be_asked() -> None:
     app = http_app(build_server(), principal=ALICE)
     async with serving(app) as url, httpx.AsyncClient(timeout=WAIT) as http:
