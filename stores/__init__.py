@@ -10,6 +10,7 @@ from .base import LimitExceeded as LimitExceeded
 from .base import Record as Record
 from .base import Store as Store
 from .base import StoreError as StoreError
+from .base import StoreFull as StoreFull
 from .base import StoreUnavailable as StoreUnavailable
 from .memory import MemoryStore as MemoryStore
 
@@ -19,5 +20,6 @@ __all__ = [
     "Record",
     "Store",
     "StoreError",
+    "StoreFull",
     "StoreUnavailable",
 ]

@@ -29,6 +29,7 @@ from ._conformance import (
     CounterCases,
     ExpiryCases,
     LimitCases,
+    RetireCases,
 )
 from .base import Store
 
@@ -70,5 +71,7 @@ class StoreHarness:
 
 
 @pytest.mark.anyio
-class StoreConformance(BasicCases, LimitCases, ExpiryCases, ConcurrencyCases, CounterCases):
+class StoreConformance(
+    BasicCases, LimitCases, ExpiryCases, ConcurrencyCases, CounterCases, RetireCases
+):
     """Every test of the store contract; subclass it and provide ``store_harness``."""
