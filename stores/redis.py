@@ -349,7 +349,8 @@ class RedisStore(Store):
         prefix, index = self._keys(owner, group)
         new_prefix, new_index = self._keys(owner, into)
         keys = [prefix + key, index, new_prefix + key, new_index]
-        expected, cap = "" if version is None else version, "" if keep is None else keep
+        expected: EncodableT = "" if version is None else version
+        cap: EncodableT = "" if keep is None else keep
         args = [_time(now), key, value, _time(expires_at), _px(expires_at, now), expected, cap]
         return bool(await self._script(self._retire, keys, args))
 
