@@ -351,7 +351,15 @@ class RedisStore(Store):
         keys = [prefix + key, index, new_prefix + key, new_index]
         expected: EncodableT = "" if version is None else version
         cap: EncodableT = "" if keep is None else keep
-        args = [_time(now), key, value, _time(expires_at), _px(expires_at, now), expected, cap]
+        args: list[EncodableT] = [
+            _time(now),
+            key,
+            value,
+            _time(expires_at),
+            _px(expires_at, now),
+            expected,
+            cap,
+        ]
         return bool(await self._script(self._retire, keys, args))
 
     async def list(self, owner: str, group: str) -> dict[str, Record]:
