@@ -8,6 +8,11 @@ deadline) before any store access.
 Updates never lose a write: in-process callers on one handle take turns on a
 per-handle ``anyio.Lock``; callers in other processes are caught by the store's
 versioned compare-and-set, retried with a small jittered backoff.
+
+A close commits in one atomic step (``Store.retire``), so "closed" is said only of
+a close that happened, and of concurrent closes on any replica one commits and the
+others get its outcome. A write whose answer never came is read back before
+anything is said (``handles._writes``).
 """
 
 from __future__ import annotations
@@ -18,19 +23,23 @@ from datetime import timedelta
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from stores.base import LimitExceeded, Store, StoreUnavailable
+from stores.base import LimitExceeded, Store, StoreFull, StoreUnavailable
 
 from ._guard import Guard
 from ._turns import Turns
 from ._writes import Writer
-from .errors import QuotaExceeded, StorageUnavailable
+from .errors import QuotaExceeded, StorageFull, StorageUnavailable
 from .handle import Handle, Updated
 from .ids import HandleCodec, SecretKeys
 from .kinds import HandleKind
 from .principal import Principal
 
-__all__ = ["HandleManager"]
+__all__ = ["CLOSED_LIMIT", "HandleManager"]
+
+CLOSED_LIMIT = 1000
+"""The default ``closed_limit``: tombstones kept per principal and kind."""
 
 S = TypeVar("S", bound=BaseModel)
 R = TypeVar("R")
@@ -48,6 +57,10 @@ class HandleManager:
         max_retries: Compare-and-set retries of one update before ``HandleConflict``.
         closed_retention: How long a tombstone lasts for kinds without an absolute
             lifetime; otherwise it lasts until the handle's absolute deadline.
+        closed_limit: The most tombstones kept per principal and kind; past it,
+            those that expire soonest are dropped (and those handles then read as
+            expired rather than closed). The default, 1,000 of some 200 bytes each,
+            bounds a principal's tombstones of a kind at about 200 KB.
     """
 
     def __init__(
@@ -59,14 +72,19 @@ class HandleManager:
         clock: Callable[[], float] = time.time,
         max_retries: int = 16,
         closed_retention: float | timedelta = 86400.0,
+        closed_limit: int = CLOSED_LIMIT,
     ) -> None:
+        if closed_limit < 1:
+            raise ValueError("closed_limit must be at least 1")
         self._store = store
         self._codec = HandleCodec(kinds, secret_keys)
         self._guard = Guard(self._codec, store)
         self._clock = clock
         if isinstance(closed_retention, timedelta):
             closed_retention = closed_retention.total_seconds()
-        self._writer = Writer(store, self._guard, clock, max_retries, float(closed_retention))
+        self._writer = Writer(
+            store, self._guard, clock, max_retries, float(closed_retention), closed_limit
+        )
         self._turns = Turns()
 
     @property
@@ -81,7 +99,9 @@ class HandleManager:
 
         Raises:
             QuotaExceeded: The principal already holds ``kind.quota`` live handles.
-            StorageUnavailable: The store could not be reached.
+            StorageUnavailable: The store could not be reached (``StorageFull``: it
+                is out of space); nothing was created.
+            OutcomeUnknown: The store did not answer, and reading back could not tell.
         """
         state = kind.model() if state is None else state
         if not isinstance(state, kind.model):
@@ -93,15 +113,13 @@ class HandleManager:
                 handle_id = self._codec.mint(kind, owner, now)
                 created = int(now)
                 expires = kind.lifetime.deadline(created, now)
-                record = await self._store.create(
-                    owner, kind.name, handle_id, value, expires_at=expires, limit=kind.quota
-                )
+                record = await self._writer.create(owner, kind, handle_id, value, expires)
                 if record is not None:  # None only if 128 random bits collided
                     return Handle(handle_id, kind, state, record.version, created, expires)
         except LimitExceeded as exc:
             raise QuotaExceeded(kind, exc.limit) from exc
         except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
+            raise _unavailable(kind, exc) from exc
 
     async def get(self, principal: Principal, kind: HandleKind[S], handle_id: str) -> Handle[S]:
         """Read a handle, renewing its idle lifetime.
@@ -117,7 +135,7 @@ class HandleManager:
             if record is None:
                 raise await self._guard.gone(owner, kind, handle_id)
         except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
+            raise _unavailable(kind, exc) from exc
         state = kind.model.model_validate_json(record.value)
         return Handle(handle_id, kind, state, record.version, created, record.expires_at)
 
@@ -157,7 +175,7 @@ class HandleManager:
             async with turn.lock:
                 return await self._writer.apply(owner, kind, handle_id, created, fn)
         except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
+            raise _unavailable(kind, exc) from exc
         finally:
             self._turns.leave(address, turn)
 
@@ -169,8 +187,15 @@ class HandleManager:
         *,
         reason: str = "closed",
         version: int | None = None,
-    ) -> None:
+        outcome: Any = None,
+    ) -> Any:
         """End a handle, leaving a tombstone so later use reads "was <reason>".
+
+        The record is replaced by its tombstone in one atomic step, so of
+        concurrent closes (in this process or any other sharing the store) exactly
+        one commits. ``outcome``, if given, is stored with the tombstone (as JSON):
+        a concurrent close with the same ``reason`` that lost gets the winner's
+        outcome back instead of committing a second one (one order per basket).
 
         Args:
             principal: The caller.
@@ -179,10 +204,18 @@ class HandleManager:
             reason: Past participle for messages: "closed", "checked out", …
             version: Close only if the state is still at this version (a checkout
                 closes exactly the state it read); otherwise ``HandleConflict``.
+            outcome: What the close produced (JSON-able: a model, a dict, ...); one
+                that pydantic cannot serialize is not stored.
+
+        Returns:
+            ``outcome`` if this close committed; the committed close's outcome
+            (as JSON) if a concurrent close with the same ``reason`` won.
 
         Raises:
             HandleError: Unknown, wrong kind, expired, already closed, store
-                unavailable, or ``HandleConflict`` if ``version`` is stale.
+                unavailable, ``HandleConflict`` if ``version`` is stale, or
+                ``OutcomeUnknown`` if the store did not answer and reading back
+                could not tell whether the close committed.
         """
         owner, now = principal.digest, self._clock()
         created = self._guard.check(kind, handle_id, owner, now)
@@ -190,9 +223,13 @@ class HandleManager:
         turn = self._turns.enter(address)
         try:
             async with turn.lock:
-                await self._writer.close(owner, kind, handle_id, created, now, reason, version)
+                stored = _jsonable(outcome)
+                committed = await self._writer.close(
+                    owner, kind, handle_id, created, now, reason, version, stored
+                )
+                return outcome if committed is stored else committed
         except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
+            raise _unavailable(kind, exc) from exc
         finally:
             self._turns.leave(address, turn)
 
@@ -205,7 +242,7 @@ class HandleManager:
         try:
             records = await self._store.list(principal.digest, kind.name)
         except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
+            raise _unavailable(kind, exc) from exc
         handles = [
             Handle(
                 key,
@@ -219,3 +256,22 @@ class HandleManager:
         ]
         handles.sort(key=lambda handle: (handle.created_at, handle.id))
         return handles
+
+
+def _unavailable(kind: HandleKind[Any], exc: StoreUnavailable) -> StorageUnavailable:
+    return StorageFull(kind) if isinstance(exc, StoreFull) else StorageUnavailable(kind)
+
+
+_MAX_OUTCOME_BYTES = 65536
+
+
+def _jsonable(outcome: Any) -> Any:
+    """``outcome`` as JSON-able Python, or ``None`` if it is not or is too large."""
+    if outcome is None:
+        return None
+    try:
+        if len(to_json(outcome)) > _MAX_OUTCOME_BYTES:
+            return None
+        return to_jsonable_python(outcome)
+    except (PydanticSerializationError, ValueError, TypeError):
+        return None

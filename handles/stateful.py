@@ -139,7 +139,12 @@ class HandleTools:
 
         The close only happens if the state is still the one the handler saw; a
         handler that raises, or returns ``InputRequired`` or an ``is_error``
-        ``ToolResult``, leaves the handle open.
+        ``ToolResult``, leaves the handle open. Its result is stored with the
+        close: of concurrent calls (on any replica) one close commits, and the
+        others return that call's result, so a checkout's order is placed once.
+        The handler may run in each of them, so like an ``edits`` handler it
+        should only compute its result; an effect that must happen once belongs
+        to the committed result.
         """
 
         def register(fn: F) -> F:
@@ -150,8 +155,9 @@ class HandleTools:
                 handle = await self.manager.get(principal, kind, handle_id)
                 result = await _call(fn, bind(kwargs, handle))
                 if not _leaves_open(result):
-                    await self.manager.close(
-                        principal, kind, handle_id, reason=reason, version=handle.version
+                    version = handle.version
+                    result = await self.manager.close(
+                        principal, kind, handle_id, reason=reason, version=version, outcome=result
                     )
                 return result
 

@@ -85,7 +85,7 @@ class FlakyStore(MemoryStore):
 
     def _check(self) -> None:
         if self.down:
-            raise StoreUnavailable("connection refused")
+            raise StoreUnavailable("connection refused", applied=False)
 
     async def create(
         self,
@@ -521,10 +521,13 @@ async def test_a_close_conflicts_if_the_state_changed_after_the_handler_read_it(
     assert listed == {"result": [tally_id]}
 
 
-async def test_of_two_concurrent_closes_only_the_first_to_finish_closes() -> None:
+async def test_of_two_concurrent_closes_one_commits_and_both_return_its_result() -> None:
+    """The slow close read the same version but lost: it answers the winner's result, the
+    one committed with the tombstone, never a second result of its own."""
     app = build()
     async with app.connect() as alice:
         tally_id = await alice.create()
+        await alice.ok("bump", tally_id=tally_id)
         await alice.client.send(
             {
                 "jsonrpc": "2.0",
@@ -542,15 +545,13 @@ async def test_of_two_concurrent_closes_only_the_first_to_finish_closes() -> Non
         app.gate.release.set()
         with anyio.fail_after(5):
             slow = await alice.client.receive()
-    assert fast == {"count": 0, "log": []}
-    assert slow == {
-        "jsonrpc": "2.0",
-        "id": "slow",
-        "result": error(
-            f"Tally '{tally_id}' was finished at 2026-11-29T23:59:00Z and can no longer be used. "
-            f"{START_NEW}"
-        ),
-    }
+        again = await alice.call("finish_tally", tally_id=tally_id)
+    assert fast["count"] == 1 and len(fast["log"]) == 1
+    assert slow["id"] == "slow" and slow["result"]["structuredContent"] == fast
+    assert again == error(
+        f"Tally '{tally_id}' was finished at 2026-11-29T23:59:00Z and can no longer be used. "
+        f"{START_NEW}"
+    )
 
 
 # --- Every handle error is an isError result with the exact text -------------

@@ -170,4 +170,4 @@ class SQLiteStore(Store):
                 self._db.execute("COMMIT")
                 return result
             except sqlite3.OperationalError as exc:  # locked too long, read-only, disk I/O
-                raise StoreUnavailable(f"SQLite is unavailable: {exc}") from exc
+                raise StoreUnavailable(f"SQLite is unavailable: {exc}", applied=False) from exc
