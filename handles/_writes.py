@@ -186,11 +186,12 @@ class Writer:
         reason: str,
         version: int | None,
         outcome: Any = None,
-    ) -> Any:
+    ) -> tuple[bool, Any]:
         """Replace the record by its tombstone (at ``version``, when given).
 
-        Returns ``outcome`` if this close committed; if a concurrent close with the
-        same ``reason`` that stored an outcome committed first, returns that one.
+        Returns ``(True, outcome)`` if this close committed; ``(False, theirs)`` if
+        a concurrent close with the same ``reason`` that stored an outcome
+        committed first.
 
         Raises:
             HandleClosed: Another close committed first (with another reason, or
@@ -218,13 +219,13 @@ class Writer:
 
         try:
             if await retire():
-                return outcome
+                return True, outcome
         except StoreUnavailable as exc:
             if exc.applied is not None:
                 raise
             if await self._settle_close(owner, kind, handle_id, reason, token, retire):
-                return outcome
-        return await self._lost(owner, kind, handle_id, reason, version)
+                return True, outcome
+        return False, await self._lost(owner, kind, handle_id, reason)
 
     async def _settle_close(
         self,
@@ -254,7 +255,6 @@ class Writer:
         kind: HandleKind[Any],
         handle_id: str,
         reason: str,
-        version: int | None,
     ) -> Any:
         """The answer for a close that did not commit: the winner's outcome, or why."""
         if await self._store.get(owner, kind.name, handle_id) is not None:

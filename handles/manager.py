@@ -188,6 +188,7 @@ class HandleManager:
         reason: str = "closed",
         version: int | None = None,
         outcome: Any = None,
+        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
     ) -> Any:
         """End a handle, leaving a tombstone so later use reads "was <reason>".
 
@@ -206,6 +207,10 @@ class HandleManager:
                 closes exactly the state it read); otherwise ``HandleConflict``.
             outcome: What the close produced (JSON-able: a model, a dict, ...); one
                 that pydantic cannot serialize is not stored.
+            on_commit: Awaited with ``outcome`` once this close has committed, and
+                only then: the place for an effect that must happen at most once per
+                handle (placing the order). It runs after the commit, so if it fails
+                the handle stays closed; its exception propagates.
 
         Returns:
             ``outcome`` if this close committed; the committed close's outcome
@@ -223,15 +228,18 @@ class HandleManager:
         turn = self._turns.enter(address)
         try:
             async with turn.lock:
-                stored = _jsonable(outcome)
-                committed = await self._writer.close(
-                    owner, kind, handle_id, created, now, reason, version, stored
+                committed, theirs = await self._writer.close(
+                    owner, kind, handle_id, created, now, reason, version, _jsonable(outcome)
                 )
-                return outcome if committed is stored else committed
         except StoreUnavailable as exc:
             raise _unavailable(kind, exc) from exc
         finally:
             self._turns.leave(address, turn)
+        if not committed:
+            return theirs
+        if on_commit is not None:
+            await on_commit(outcome)
+        return outcome
 
     async def list(self, principal: Principal, kind: HandleKind[S]) -> list[Handle[S]]:
         """The caller's live handles of ``kind``, oldest first (no renewal).
