@@ -31,6 +31,7 @@ here:
 from __future__ import annotations
 
 import inspect
+import logging
 import random
 import secrets
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from stores.base import LimitExceeded, Record, Store, StoreUnavailable
 from ._guard import Guard, closed_group, read_tombstone
 from .errors import HandleClosed, HandleConflict, HandleExpired, OutcomeUnknown, echo
 from .handle import Handle, Updated
+from .ids import redact
 from .kinds import HandleKind
 
 __all__ = ["Writer"]
@@ -57,6 +59,17 @@ SETTLE_ATTEMPTS = 4
 each attempt waits at most the store's own reply timeout (2 s for ``RedisStore``)."""
 
 _SETTLE_PAUSE = 0.05
+
+_log = logging.getLogger("handles")
+
+
+def _unanswered(write: str, kind: HandleKind[Any], handle_id: str) -> None:
+    _log.warning(
+        "%s of %s %s: no answer from the store; reading back whether it applied",
+        write,
+        kind.name,
+        redact(handle_id),
+    )
 
 
 class Writer:
@@ -89,6 +102,7 @@ class Writer:
         except StoreUnavailable as exc:
             if exc.applied is not None:
                 raise
+        _unanswered("create", kind, handle_id)
         for attempt in range(SETTLE_ATTEMPTS):
             await _pause(attempt)
             try:
@@ -157,6 +171,7 @@ class Writer:
     ) -> Record | None:
         """The lost replace's record if it applied, ``None`` once it never can."""
         store, version = self._store, read.version
+        _unanswered("update", kind, handle_id)
         for attempt in range(SETTLE_ATTEMPTS):
             await _pause(attempt)
             try:
@@ -237,6 +252,7 @@ class Writer:
         retire: Callable[[], Any],
     ) -> bool:
         """Whether the close whose answer never came committed (retiring it again if not)."""
+        _unanswered("close", kind, handle_id)
         for attempt in range(SETTLE_ATTEMPTS):
             await _pause(attempt)
             try:
