@@ -30,7 +30,6 @@ here:
 
 from __future__ import annotations
 
-import inspect
 import logging
 import random
 import secrets
@@ -42,6 +41,7 @@ from pydantic import BaseModel
 
 from stores.base import LimitExceeded, Record, Store, StoreUnavailable
 
+from ._awaitables import maybe_await
 from ._guard import Guard, closed_group, read_tombstone
 from .errors import HandleClosed, HandleConflict, HandleExpired, OutcomeUnknown, echo
 from .handle import Handle, Updated
@@ -138,9 +138,7 @@ class Writer:
             if record is None:
                 raise await self._guard.gone(owner, kind, handle_id)
             state = kind.model.model_validate_json(record.value)
-            result = fn(state)
-            if result is not None and inspect.isawaitable(result):
-                result = await result
+            result = await maybe_await(fn(state))
             now = self._clock()
             expires = kind.lifetime.deadline(created, now)
             if expires <= now:

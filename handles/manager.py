@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
+from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
@@ -107,19 +108,21 @@ class HandleManager:
         if not isinstance(state, kind.model):
             raise TypeError(f"a {kind.name} holds {kind.model.__name__}, not {type(state)!r}")
         value, owner = state.model_dump_json().encode(), principal.digest
-        try:
-            while True:
-                now = self._clock()
-                handle_id = self._codec.mint(kind, owner, now)
-                created = int(now)
-                expires = kind.lifetime.deadline(created, now)
-                record = await self._writer.create(owner, kind, handle_id, value, expires)
-                if record is not None:  # None only if 128 random bits collided
-                    return Handle(handle_id, kind, state, record.version, created, expires)
-        except LimitExceeded as exc:
-            raise QuotaExceeded(kind, exc.limit) from exc
-        except StoreUnavailable as exc:
-            raise _unavailable(kind, exc) from exc
+        with _storage_errors(kind):
+            try:
+                return await self._create(owner, kind, state, value)
+            except LimitExceeded as exc:
+                raise QuotaExceeded(kind, exc.limit) from exc
+
+    async def _create(self, owner: str, kind: HandleKind[S], state: S, value: bytes) -> Handle[S]:
+        while True:
+            now = self._clock()
+            handle_id = self._codec.mint(kind, owner, now)
+            created = int(now)
+            expires = kind.lifetime.deadline(created, now)
+            record = await self._writer.create(owner, kind, handle_id, value, expires)
+            if record is not None:  # None only if 128 random bits collided
+                return Handle(handle_id, kind, state, record.version, created, expires)
 
     async def get(self, principal: Principal, kind: HandleKind[S], handle_id: str) -> Handle[S]:
         """Read a handle, renewing its idle lifetime.
@@ -130,12 +133,10 @@ class HandleManager:
         owner, now = principal.digest, self._clock()
         created = self._guard.check(kind, handle_id, owner, now)
         renew = None if kind.lifetime.idle is None else kind.lifetime.deadline(created, now)
-        try:
+        with _storage_errors(kind):
             record = await self._store.get(owner, kind.name, handle_id, renew_until=renew)
             if record is None:
                 raise await self._guard.gone(owner, kind, handle_id)
-        except StoreUnavailable as exc:
-            raise _unavailable(kind, exc) from exc
         state = kind.model.model_validate_json(record.value)
         return Handle(handle_id, kind, state, record.version, created, record.expires_at)
 
@@ -169,15 +170,9 @@ class HandleManager:
         """
         owner = principal.digest
         created = self._guard.check(kind, handle_id, owner, self._clock())
-        address = (owner, kind.name, handle_id)
-        turn = self._turns.enter(address)
-        try:
-            async with turn.lock:
+        with _storage_errors(kind):
+            async with self._turns.hold((owner, kind.name, handle_id)):
                 return await self._writer.apply(owner, kind, handle_id, created, fn)
-        except StoreUnavailable as exc:
-            raise _unavailable(kind, exc) from exc
-        finally:
-            self._turns.leave(address, turn)
 
     async def close(
         self,
@@ -206,7 +201,7 @@ class HandleManager:
             version: Close only if the state is still at this version (a checkout
                 closes exactly the state it read); otherwise ``HandleConflict``.
             outcome: What the close produced (JSON-able: a model, a dict, ...); one
-                that pydantic cannot serialize is not stored.
+                that pydantic cannot serialize, or over 64 KiB, is not stored.
             on_commit: Awaited with ``outcome`` once this close has committed, and
                 only then: the place for an effect that must happen at most once per
                 handle (placing the order). It runs after the commit, so if it fails
@@ -224,17 +219,11 @@ class HandleManager:
         """
         owner, now = principal.digest, self._clock()
         created = self._guard.check(kind, handle_id, owner, now)
-        address = (owner, kind.name, handle_id)
-        turn = self._turns.enter(address)
-        try:
-            async with turn.lock:
+        with _storage_errors(kind):
+            async with self._turns.hold((owner, kind.name, handle_id)):
                 committed, theirs = await self._writer.close(
                     owner, kind, handle_id, created, now, reason, version, _jsonable(outcome)
                 )
-        except StoreUnavailable as exc:
-            raise _unavailable(kind, exc) from exc
-        finally:
-            self._turns.leave(address, turn)
         if not committed:
             return theirs
         if on_commit is not None:
@@ -247,10 +236,8 @@ class HandleManager:
         Raises:
             StorageUnavailable: The store could not be reached.
         """
-        try:
+        with _storage_errors(kind):
             records = await self._store.list(principal.digest, kind.name)
-        except StoreUnavailable as exc:
-            raise _unavailable(kind, exc) from exc
         handles = [
             Handle(
                 key,
@@ -266,8 +253,27 @@ class HandleManager:
         return handles
 
 
-def _unavailable(kind: HandleKind[Any], exc: StoreUnavailable) -> StorageUnavailable:
-    return StorageFull(kind) if isinstance(exc, StoreFull) else StorageUnavailable(kind)
+class _storage_errors:
+    """Turns the store's ``StoreUnavailable`` into the model's ``StorageUnavailable``."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: HandleKind[Any]) -> None:
+        self.kind = kind
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if isinstance(exc, StoreFull):
+            raise StorageFull(self.kind) from exc
+        if isinstance(exc, StoreUnavailable):
+            raise StorageUnavailable(self.kind) from exc
 
 
 _MAX_OUTCOME_BYTES = 65536

@@ -27,11 +27,11 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
-from types import CoroutineType
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
+from ._awaitables import maybe_await
 from .handle import Handle
 from .kinds import HandleKind
 from .manager import HandleManager
@@ -225,10 +225,7 @@ def _leaves_open(result: Any) -> bool:
 
 
 async def _call(fn: ToolFunction, kwargs: dict[str, Any]) -> Any:
-    result = fn(**kwargs)
-    if type(result) is CoroutineType or inspect.isawaitable(result):
-        return await result
-    return result
+    return await maybe_await(fn(**kwargs))
 
 
 def _params(fn: ToolFunction) -> dict[str, inspect.Parameter]:

@@ -18,9 +18,10 @@ from handles.manager import CLOSED_LIMIT, HandleManager
 from stores.base import Store
 from stores.memory import MemoryStore
 from stores.redis import RedisStore
+from stores.testing import ManualClock
 from tests.redis_fixtures import RedisServer
 
-from .support import ALICE, BASKET, BOB, KEY, FakeClock
+from .support import ALICE, BASKET, BOB, KEY, T0
 
 pytestmark = pytest.mark.anyio
 
@@ -33,8 +34,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
-async def store_and_clock(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Store, FakeClock]]:
-    clock = FakeClock()
+async def store_and_clock(
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[tuple[Store, ManualClock]]:
+    clock = ManualClock(T0)
     if request.param == "memory":
         yield MemoryStore(clock=clock), clock
         return
@@ -45,7 +48,7 @@ async def store_and_clock(request: pytest.FixtureRequest) -> AsyncIterator[tuple
 
 
 async def test_create_and_close_in_a_loop_keeps_closed_limit_tombstones(
-    store_and_clock: tuple[Store, FakeClock],
+    store_and_clock: tuple[Store, ManualClock],
 ) -> None:
     store, clock = store_and_clock
     manager = HandleManager(store, [BASKET], secret_keys=KEY, clock=clock, closed_limit=LIMIT)
