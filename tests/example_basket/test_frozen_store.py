@@ -31,7 +31,7 @@ from tests.redis_fixtures import RedisServer, running_redis_server
 
 from .support import SECRET
 
-pytestmark = [pytest.mark.anyio, pytest.mark.redis, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.redis, pytest.mark.slow, pytest.mark.timeout(120)]
 ALICE = Principal("alice")
 FREEZE_SECONDS = 3
 BASKETS = 16
