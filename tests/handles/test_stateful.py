@@ -645,6 +645,39 @@ async def test_an_unreachable_store() -> None:
 # --- The second example: a transaction -----------------------------------------
 
 
+class CountingDatabase(dict[str, str]):
+    updates = 0
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.updates += 1
+        super().update(*args, **kwargs)
+
+
+async def test_concurrent_commits_apply_the_writes_once() -> None:
+    database = CountingDatabase()
+    server = txn_example.build_server(database)
+    async with connect_memory(server, ALICE) as alice:
+        begun = await alice.request(1, "tools/call", {"name": "begin_transaction"})
+        txn_id = begun["result"]["structuredContent"]["txn_id"]
+        stage = {"name": "stage", "arguments": {"txn_id": txn_id, "key": "k", "value": "v"}}
+        await alice.request(2, "tools/call", stage)
+        results: list[Any] = []
+
+        async def commit(n: int) -> None:
+            params = {"name": "commit", "arguments": {"txn_id": txn_id}}
+            results.append((await alice.request(10 + n, "tools/call", params))["result"])
+
+        async with anyio.create_task_group() as tg:
+            for n in range(10):
+                tg.start_soon(commit, n)
+    assert database.updates == 1 and database == {"k": "v"}
+    answers = [r.get("structuredContent") for r in results if not r["isError"]]
+    assert answers and all(answer == {"k": "v"} for answer in answers)
+    for result in results:
+        if result["isError"]:
+            assert " was committed at " in result["content"][0]["text"]
+
+
 async def test_the_transaction_example_commits_and_rolls_back() -> None:
     database = {"colour": "red"}
     server = txn_example.build_server(database)
