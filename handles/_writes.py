@@ -277,8 +277,7 @@ class Writer:
         if await self._store.get(owner, kind.name, handle_id) is not None:
             raise HandleConflict(kind, handle_id, "changed since it was read")
         error = await self._guard.gone(owner, kind, handle_id)
-        same = isinstance(error, HandleClosed) and error.reason == reason
-        if same and isinstance(error, HandleClosed) and error.outcome is not None:
+        if isinstance(error, HandleClosed) and error.reason == reason and error.outcome is not None:
             return error.outcome
         raise error
 
