@@ -23,7 +23,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from example_basket.app import build_server
+from example_basket.app import MAX_LINES, build_server
+from example_basket.catalog import CATALOG
 from handles.principal import Principal
 from handles.server.dispatch import Connection, Server
 from stores.redis import RedisStore
@@ -35,6 +36,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.redis, pytest.mark.slow, pytest.mar
 ALICE = Principal("alice")
 FREEZE_SECONDS = 3
 BASKETS = 16
+SKUS = sorted(CATALOG)[:MAX_LINES]
 RETRY = "The basket store is temporarily unavailable. Retry this call in a few seconds."
 
 
@@ -119,9 +121,10 @@ async def test_no_refused_write_is_applied_while_redis_is_frozen(
         thawed = anyio.Event()
 
         async def add(basket_id: str) -> None:
-            after = 0
+            after, n = 0, 0
             while after < 3:  # keep calling through the freeze, then three more
-                result = await call(server, "add_item", basket_id=basket_id, sku="MUG-24")
+                sku, n = SKUS[n % len(SKUS)], n + 1  # spread: a line holds at most 999
+                result = await call(server, "add_item", basket_id=basket_id, sku=sku)
                 adds[basket_id][classify(result)] += 1
                 after += thawed.is_set()
 
