@@ -39,6 +39,7 @@ return value.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from types import TracebackType
@@ -215,20 +216,25 @@ class Store(ABC):
         close that did not happen, nor neither record.
 
         This default takes two or three steps: a versioned ``delete``, then a
-        ``create`` (and a ``list`` plus ``delete`` calls to trim ``into``);
-        between them a reader finds neither record. Backends override it with
-        one atomic step.
+        ``create`` (and a ``list`` plus ``delete`` calls to trim ``into``, which a
+        later call catches up on if they fail); between them a reader finds
+        neither record, and a failure after the ``delete`` is reported with
+        ``applied=None``. Backends override it with one atomic step.
         """
         if not await self.delete(owner, group, key, version=version):
             return False
-        await self.delete(owner, into, key)
-        await self.create(owner, into, key, value, expires_at=expires_at)
+        try:
+            await self.delete(owner, into, key)
+            await self.create(owner, into, key, value, expires_at=expires_at)
+        except StoreUnavailable as exc:  # the record is gone already: half applied
+            raise StoreUnavailable(str(exc), applied=None) from exc
         if keep is not None:
-            records = await self.list(owner, into)
-            if len(records) > keep:
-                others = sorted((r.expires_at, k) for k, r in records.items() if k != key)
-                for _, old in others[: len(records) - keep]:
-                    await self.delete(owner, into, old)
+            with contextlib.suppress(StoreUnavailable):  # retired; the next call trims
+                records = await self.list(owner, into)
+                if len(records) > keep:
+                    others = sorted((r.expires_at, k) for k, r in records.items() if k != key)
+                    for _, old in others[: len(records) - keep]:
+                        await self.delete(owner, into, old)
         return True
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
