@@ -1,7 +1,7 @@
 """Closes across replicas on a real Redis: committed once, claimed only when committed.
 
-Two managers with one key ring over two ``RedisStore`` objects on one redis-server
-stand for two replicas.
+Two managers with one key ring over two ``RedisStore`` objects on one redis-server (or
+one Redis Cluster) stand for two replicas.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from handles.errors import HandleClosed, HandleConflict
 from handles.manager import HandleManager
 from stores.redis import RedisStore
-from tests.redis_fixtures import RedisServer
+from tests.redis_fixtures import RedisCluster, RedisServer
 
 from .support import ALICE, BASKET, KEY, Basket
 
@@ -28,12 +28,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-async def replicas(redis_server: RedisServer) -> AsyncIterator[tuple[HandleManager, ...]]:
+@pytest.fixture(params=["server", "cluster"])
+async def replicas(request: pytest.FixtureRequest) -> AsyncIterator[tuple[HandleManager, ...]]:
+    redis: RedisServer | RedisCluster = request.getfixturevalue(f"redis_{request.param}")
     namespace = f"close-{uuid.uuid4().hex}"
     async with (
-        RedisStore.from_url(redis_server.url, namespace=namespace) as one,
-        RedisStore.from_url(redis_server.url, namespace=namespace) as two,
+        RedisStore.from_url(redis.url, namespace=namespace) as one,
+        RedisStore.from_url(redis.url, namespace=namespace) as two,
     ):
         yield (
             HandleManager(one, [BASKET], secret_keys=KEY),
