@@ -8,6 +8,7 @@ eight tools. Every handle check, expiry rule and error text comes from
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
@@ -26,14 +27,21 @@ from handles import (
     Server,
     ToolError,
 )
-from stores import Store
+from stores import Store, StoreUnavailable
 
 from .catalog import CATALOG, Product, search
 
-__all__ = ["Basket", "basket_kind", "build_server"]
+__all__ = ["Basket", "basket_kind", "build_server", "order_ledger"]
 
 MAX_LINES = 50
 MAX_QUANTITY = 999
+LEDGER_OWNER = "example-basket"
+LEDGER_DAYS = 30
+
+
+def order_ledger(basket_id: str) -> str:
+    """The store group of a basket's placed orders (owner ``LEDGER_OWNER``): at most one."""
+    return f"order:{basket_id}"
 
 
 class Basket(BaseModel):
@@ -216,7 +224,20 @@ def build_server(
         """List your open baskets with when each expires."""
         return Baskets(baskets=[_summary(h) for h in baskets])
 
-    @tools.closes(kind, reason="checked out")
+    async def place_order(order: Order) -> None:
+        """Record the order in the ledger: run once per basket, after its close committed."""
+        value = order.model_dump_json().encode()
+        ledger, expires = order_ledger(order.basket_id), time.time() + LEDGER_DAYS * 86400
+        try:
+            await store.create(LEDGER_OWNER, ledger, order.order_id, value, expires_at=expires)
+        except StoreUnavailable:
+            raise ToolError(
+                f"Basket {order.basket_id} was checked out as order {order.order_id}, but the "
+                "order could not be recorded just now; give the user the order id to quote "
+                "to the shop. Do not check out again."
+            ) from None
+
+    @tools.closes(kind, reason="checked out", on_commit=place_order)
     async def checkout(basket: Handle[Basket], ctx: Context, confirm: bool = False) -> Order:
         """Place the order for a basket. This is irreversible and closes the basket.
 
