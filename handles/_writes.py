@@ -42,7 +42,8 @@ from pydantic import BaseModel
 from stores.base import LimitExceeded, Record, Store, StoreUnavailable
 
 from ._awaitables import maybe_await
-from ._guard import Guard, closed_group, read_tombstone
+from ._guard import Guard
+from ._tombstones import Tombstone, closed_group
 from .errors import HandleClosed, HandleConflict, HandleExpired, OutcomeUnknown, echo
 from .handle import Handle, Updated
 from .ids import redact
@@ -219,7 +220,7 @@ class Writer:
         hard = kind.lifetime.absolute_deadline(created)
         until = now + self._retention if hard is None else hard
         token = secrets.token_hex(8)
-        tombstone = self._guard.tombstone(reason, now, token, outcome)
+        tombstone = Tombstone(reason=reason, closed_at=now, token=token, outcome=outcome).dump()
 
         async def retire() -> bool:
             return await self._store.retire(
@@ -262,7 +263,7 @@ class Writer:
                 tombstone = await self._store.get(owner, closed_group(kind), handle_id)
             except StoreUnavailable:
                 continue
-            return tombstone is not None and read_tombstone(tombstone.value).token == token
+            return tombstone is not None and Tombstone.read(tombstone.value).token == token
         whether = f"{kind.label} {echo(handle_id)} was {reason}"
         raise OutcomeUnknown(kind, whether)
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from handles._guard import closed_group
+from handles._tombstones import closed_group
 from handles.errors import HandleClosed, HandleExpired
 from handles.manager import CLOSED_LIMIT, HandleManager
 from stores.base import Store
