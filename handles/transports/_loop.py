@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ..server.client_requests import PendingRequests
 from ..server.dispatch import Connection, Server
 from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, as_id, error_response, parse
 
@@ -92,6 +93,8 @@ async def serve_messages(
     it until it has caught up, so that order is kept. That spares each read a hop
     through the reader task.
     """
+    if connection.pending is None:  # where answers to the server's requests go
+        connection.pending = PendingRequests()
     async with anyio.create_task_group() as tg:
         loop = _Loop(server, connection, send, max_concurrency, tg)
         if direct is not None:
@@ -160,9 +163,16 @@ class _Loop:
             await self._send(error_response(None, ProtocolError(INVALID_REQUEST, text)))
             return
         try:
-            message = parse(data)
+            message = parse(data, responses=True)
         except ProtocolError as exc:
             await self._send(error_response(exc.id, exc))
+            return
+        if "method" not in message:
+            if not self._answered(message):
+                try:
+                    parse(data)  # not an answer we wait for: refused as any response is
+                except ProtocolError as exc:
+                    await self._send(error_response(exc.id, exc))
             return
         if "id" in message:
             while len(self.queue) >= self.max_queued:
@@ -172,6 +182,11 @@ class _Loop:
             self._call_worker()
         elif message["method"] == "notifications/cancelled":
             self._cancel(message["params"].get("requestId"))
+
+    def _answered(self, message: Message) -> bool:
+        """Hand a client's response to the request of ours that waits for it."""
+        pending = self.connection.pending
+        return pending is not None and pending.answer(message, self.connection.principal)
 
     def _call_worker(self) -> None:
         """Make sure a worker is on its way to the queue (wake one, or start one)."""
@@ -254,6 +269,9 @@ class _Loop:
         id = as_id(requested)
         if id is None:
             return
+        pending = self.connection.pending
+        if pending is not None and pending.cancel(id, self.connection.principal):
+            return  # one of our requests to the client: its tool call sees ClientCancelled
         scope = self.in_flight.get(id)
         if scope is not None:
             logger.debug("request %r cancelled by the client", id)
