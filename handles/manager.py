@@ -29,6 +29,7 @@ from pydantic_core import PydanticSerializationError, to_json, to_jsonable_pytho
 from stores.base import LimitExceeded, Store, StoreFull, StoreUnavailable
 
 from ._guard import Guard
+from ._latest import Latest
 from ._turns import Turns
 from ._writes import Writer
 from .errors import QuotaExceeded, StorageFull, StorageUnavailable
@@ -37,10 +38,13 @@ from .ids import HandleCodec, SecretKeys
 from .kinds import HandleKind
 from .principal import Principal
 
-__all__ = ["CLOSED_LIMIT", "HandleManager"]
+__all__ = ["CACHE_BYTES", "CLOSED_LIMIT", "HandleManager"]
 
 CLOSED_LIMIT = 1000
 """The default ``closed_limit``: tombstones kept per principal and kind."""
+
+CACHE_BYTES = 16 * 2**20
+"""The default ``cache_bytes``: 16 MiB of remembered state (some 30,000 small baskets)."""
 
 S = TypeVar("S", bound=BaseModel)
 R = TypeVar("R")
@@ -62,6 +66,12 @@ class HandleManager:
             those that expire soonest are dropped (and those handles then read as
             expired rather than closed). The default, 1,000 of some 200 bytes each,
             bounds a principal's tombstones of a kind at about 200 KB.
+        cache_bytes: The most bytes of state remembered, per handle this manager
+            wrote or read last (least recently used out; 0 remembers nothing), so
+            that an edit of such a handle sends its compare-and-set without reading
+            first: one round trip to the store instead of two. The store's reply
+            still decides: a version that moved elsewhere costs one more round
+            trip, and a close or expiry elsewhere is reported as such.
     """
 
     def __init__(
@@ -74,9 +84,11 @@ class HandleManager:
         max_retries: int = 16,
         closed_retention: float | timedelta = 86400.0,
         closed_limit: int = CLOSED_LIMIT,
+        cache_bytes: int = CACHE_BYTES,
     ) -> None:
         if closed_limit < 1:
             raise ValueError("closed_limit must be at least 1")
+        self._latest = Latest(cache_bytes)
         self._store = store
         self._codec = HandleCodec(kinds, secret_keys)
         self._guard = Guard(self._codec, store)
@@ -84,7 +96,13 @@ class HandleManager:
         if isinstance(closed_retention, timedelta):
             closed_retention = closed_retention.total_seconds()
         self._writer = Writer(
-            store, self._guard, clock, max_retries, float(closed_retention), closed_limit
+            store,
+            self._guard,
+            clock,
+            max_retries,
+            float(closed_retention),
+            closed_limit,
+            self._latest,
         )
         self._turns = Turns()
 
@@ -136,7 +154,9 @@ class HandleManager:
         with _storage_errors(kind):
             record = await self._store.get(owner, kind.name, handle_id, renew_until=renew)
             if record is None:
+                self._latest.drop((owner, kind.name, handle_id))
                 raise await self._guard.gone(owner, kind, handle_id)
+            self._latest.offer((owner, kind.name, handle_id), record)
         state = kind.model.model_validate_json(record.value)
         return Handle(handle_id, kind, state, record.version, created, record.expires_at)
 
