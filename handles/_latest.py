@@ -58,14 +58,19 @@ class Latest:
 
     def put(self, key: Key, record: Record) -> None:
         """Remember ``record``, the latest the store answered (a write, or its reply)."""
-        self.drop(key)
-        size = len(record.value) + ENTRY_OVERHEAD
-        if size > self.max_bytes:
+        if len(record.value) + ENTRY_OVERHEAD > self.max_bytes:
+            self.drop(key)  # never held, and it would push out everything else
             return
-        self._records[key] = record
-        self._bytes += size
+        records = self._records
+        old = records.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old.value)
+        else:
+            self._bytes += ENTRY_OVERHEAD
+        records[key] = record
+        self._bytes += len(record.value)
         while self._bytes > self.max_bytes:
-            _, old = self._records.popitem(last=False)
+            _, old = records.popitem(last=False)
             self._bytes -= len(old.value) + ENTRY_OVERHEAD
 
     def offer(self, key: Key, record: Record) -> None:

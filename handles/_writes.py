@@ -173,7 +173,20 @@ class Writer:
             if expires <= now:
                 raise HandleExpired(kind, handle_id, expires)
             value = state.model_dump_json().encode()
-            applied, current = await self._swap(owner, kind, handle_id, record, value, expires)
+            try:
+                applied, current = await self._store.replace_or_read(
+                    owner, kind.name, handle_id, value, version=record.version, expires_at=expires
+                )
+            except StoreUnavailable as exc:
+                if exc.applied is not None:
+                    raise
+                self.latest.drop(key)
+                current = await self._settle_replace(owner, kind, handle_id, record, value, expires)
+                applied = current is not None
+            else:
+                if current is None:  # closed or expired, here or on another replica
+                    self.latest.drop(key)
+                    raise await self._guard.gone(owner, kind, handle_id)
             if applied:
                 assert current is not None
                 self.latest.put(key, current)
@@ -190,39 +203,6 @@ class Writer:
                     random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**conflicts))
                 )
             record, guessed = current, False  # None after a fence: read it again
-
-    async def _swap(
-        self,
-        owner: str,
-        kind: HandleKind[Any],
-        handle_id: str,
-        read: Record,
-        value: bytes,
-        expires: float,
-    ) -> tuple[bool, Record | None]:
-        """``replace_or_read`` at ``read``'s version, settled if its answer never came.
-
-        Returns ``(True, new)``, or ``(False, current)`` where ``current`` is ``None``
-        after a fence (read it again).
-
-        Raises:
-            HandleError: The record is gone: closed or expired, on any replica.
-        """
-        key = (owner, kind.name, handle_id)
-        try:
-            applied, current = await self._store.replace_or_read(
-                owner, kind.name, handle_id, value, version=read.version, expires_at=expires
-            )
-        except StoreUnavailable as exc:
-            if exc.applied is not None:
-                raise
-            self.latest.drop(key)
-            current = await self._settle_replace(owner, kind, handle_id, read, value, expires)
-            return current is not None, current
-        if current is None:
-            self.latest.drop(key)
-            raise await self._guard.gone(owner, kind, handle_id)
-        return applied, current
 
     async def _settle_replace(
         self,

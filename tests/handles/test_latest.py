@@ -28,10 +28,12 @@ def test_holds_at_most_max_bytes_least_recently_used_out() -> None:
 
 
 def test_a_value_over_the_bound_is_not_held() -> None:
-    latest = Latest(ENTRY_OVERHEAD + 10)
+    latest = Latest(2 * (ENTRY_OVERHEAD + 10))
     latest.put(key(0), Record(b"x" * 10, 1, 0.0))
-    latest.put(key(0), Record(b"x" * 11, 2, 0.0))
-    assert (len(latest), latest.bytes) == (0, 0)  # and the old version is gone too
+    latest.put(key(1), Record(b"x" * 10, 1, 0.0))
+    latest.put(key(0), Record(b"x" * (ENTRY_OVERHEAD + 21), 2, 0.0))
+    assert latest.get(key(0)) is None  # the old version is gone too
+    assert (len(latest), latest.bytes) == (1, ENTRY_OVERHEAD + 10)  # the others stay
 
 
 def test_a_read_never_replaces_a_newer_version() -> None:
