@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from stores.base import LimitExceeded, Store, StoreFull, StoreUnavailable
+from stores.memory import MemoryStore
 
 from ._guard import Guard
 from ._latest import Latest
@@ -71,7 +72,8 @@ class HandleManager:
             that an edit of such a handle sends its compare-and-set without reading
             first: one round trip to the store instead of two. The store's reply
             still decides: a version that moved elsewhere costs one more round
-            trip, and a close or expiry elsewhere is reported as such.
+            trip, and a close or expiry elsewhere is reported as such. Default:
+            ``CACHE_BYTES``, or 0 over a ``MemoryStore`` (nothing to save there).
     """
 
     def __init__(
@@ -84,10 +86,12 @@ class HandleManager:
         max_retries: int = 16,
         closed_retention: float | timedelta = 86400.0,
         closed_limit: int = CLOSED_LIMIT,
-        cache_bytes: int = CACHE_BYTES,
+        cache_bytes: int | None = None,
     ) -> None:
         if closed_limit < 1:
             raise ValueError("closed_limit must be at least 1")
+        if cache_bytes is None:  # a MemoryStore's read is a dict lookup: nothing to save
+            cache_bytes = 0 if isinstance(store, MemoryStore) else CACHE_BYTES
         self._latest = Latest(cache_bytes)
         self._store = store
         self._codec = HandleCodec(kinds, secret_keys)
