@@ -93,6 +93,7 @@ class Writer:
         latest: Latest,
     ) -> None:
         self.latest = latest
+        self._remember = latest.max_bytes > 0  # else not even a lookup per edit
         self._store = store
         self._guard = guard
         self._clock = clock
@@ -151,7 +152,7 @@ class Writer:
         If ``fn`` raises on a remembered state, it runs again on the store's.
         """
         key = (owner, kind.name, handle_id)
-        record = self.latest.get(key)
+        record = self.latest.get(key) if self._remember else None
         guessed = record is not None  # a remembered record: the store has not confirmed it
         conflicts = 0
         while True:
@@ -189,7 +190,8 @@ class Writer:
                     raise await self._guard.gone(owner, kind, handle_id)
             if applied:
                 assert current is not None
-                self.latest.put(key, current)
+                if self._remember:
+                    self.latest.put(key, current)
                 handle = Handle(
                     handle_id, kind, state, current.version, created, current.expires_at
                 )

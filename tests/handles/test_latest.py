@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 from handles._latest import ENTRY_OVERHEAD, Latest
+from handles.manager import CACHE_BYTES, HandleManager
 from stores.base import Record
+from stores.memory import MemoryStore
+from stores.testing import ManualClock
 
-from .support import ALICE, BASKET, Basket, make_env
+from .support import ALICE, BASKET, KEY, KINDS, T0, Basket, CountingStore, make_env
 
 pytestmark = pytest.mark.anyio
 
@@ -82,3 +85,13 @@ async def test_the_managers_memory_is_bounded() -> None:
 def test_a_negative_bound_is_refused() -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         Latest(-1)
+
+
+def test_by_default_only_a_store_with_costly_reads_is_remembered() -> None:
+    clock = ManualClock(T0)
+    memory = MemoryStore(clock=clock)
+    assert HandleManager(memory, KINDS, secret_keys=KEY)._latest.max_bytes == 0
+    wrapped = CountingStore(memory)  # stands for any other store
+    assert HandleManager(wrapped, KINDS, secret_keys=KEY)._latest.max_bytes == CACHE_BYTES
+    chosen = HandleManager(memory, KINDS, secret_keys=KEY, cache_bytes=1000)
+    assert chosen._latest.max_bytes == 1000
