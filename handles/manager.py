@@ -184,9 +184,11 @@ class HandleManager:
         """Change a handle's state with ``fn`` without ever losing a concurrent update.
 
         ``fn`` receives an editable copy of the state, may be sync or async, and its
-        return value comes back as ``Updated.result``. It may run more than once when
-        another process wins a race, so it should only change the state. If it raises,
-        nothing is written.
+        return value comes back as ``Updated.result``. It may run more than once (when
+        another process wins a race, or the version this manager remembered has moved),
+        so it should only change the state. If it raises, nothing is written; if it
+        raised on a remembered state, it runs once more on the store's, so that what it
+        raises is about the latest state.
 
         Raises:
             HandleError: Unknown, wrong kind, expired, closed, store unavailable, or
