@@ -12,13 +12,17 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Generic, TypeVar
+from functools import cached_property
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
-__all__ = ["HandleKind", "Lifetime", "humanize_duration", "iso_utc"]
+__all__ = ["MAX_ID_CHARS", "HandleKind", "Lifetime", "humanize_duration", "iso_utc"]
 
 S = TypeVar("S", bound=BaseModel)
+
+#: The longest id a tool accepts (ids are 47 characters for a 3-letter prefix).
+MAX_ID_CHARS = 256
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _PREFIX = re.compile(r"[a-z][a-z0-9]{1,7}")
@@ -169,3 +173,27 @@ class HandleKind(Generic[S]):
         """
         clause = self.lifetime.describe(self.plural)
         return f"{clause[0].upper()}{clause[1:]}."
+
+    @cached_property
+    def id_annotation(self) -> Any:
+        """The id parameter's type for a tool signature, as every front end writes it.
+
+        ``Annotated[str, Field(...)]`` whose description names the creating tool, the
+        prefix and the lifetime, with a length bound::
+
+            async def get_basket(basket_id: basket.id_annotation) -> BasketView: ...
+        """
+        description = (
+            f"The {self.label} id, exactly as {self.create_tool} returned it "
+            f"(starts with {self.prefix}_). {self.lifetime_sentence}"
+        )
+        return Annotated[str, Field(description=description, max_length=MAX_ID_CHARS)]
+
+    @cached_property
+    def created_model(self) -> type[BaseModel]:
+        """The creating tool's result model: ``{"<kind>_id": ..., "expires_at": ...}``."""
+        fields: dict[str, Any] = {
+            self.id_param: (str, Field(description=f"The new {self.label}'s id.")),
+            "expires_at": (str, Field(description="When it expires unless used (ISO 8601, UTC).")),
+        }
+        return create_model(f"{self.model.__name__}Created", **fields)

@@ -20,23 +20,23 @@ the ``isError`` text the model needs::
 A handler's parameter annotated with the kind's state model receives the state;
 one named like the kind's id parameter (``basket_id``) receives the id; one
 annotated ``Handle`` receives the whole handle (``reads`` and ``closes``).
+
+The semantics live in ``handles.verbs``, shared with the FastMCP and MCP SDK
+adapters (``handles.integrations``); this module joins them to our core. An error's
+hints name only tools the server has.
 """
 
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import Callable
-from types import CoroutineType
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, create_model
-
-from .handle import Handle
+from . import verbs
+from .errors import HandleError, ToolError
 from .kinds import HandleKind
 from .manager import HandleManager
 from .principal import Principal
-from .server._docstrings import split_docstring
 from .server.content import InputRequired, ToolResult
 from .server.dispatch import Server
 from .server.tools import Tool, ToolFunction
@@ -45,7 +45,6 @@ __all__ = ["HandleTools"]
 
 F = TypeVar("F", bound=ToolFunction)
 _PRINCIPAL = "_handles_principal"
-_MAX_ID_CHARS = 256
 
 
 class HandleTools:
@@ -61,39 +60,11 @@ class HandleTools:
         The tool returns ``{"<kind>_id": ..., "expires_at": ...}`` and its description
         ends with the kind's lifetime sentence.
         """
-        created = _created_model(kind)
-
-        def register(fn: F) -> F:
-            async def create(**kwargs: Any) -> BaseModel:
-                principal = kwargs.pop(_PRINCIPAL)
-                state = await _call(fn, kwargs)
-                handle = await self.manager.create(principal, kind, state)
-                return created(**{kind.id_param: handle.id, "expires_at": handle.expires_at_iso})
-
-            signature = _signature(fn, kind, with_id=False, returns=created)
-            hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
-            description = _join(_summary(fn, options), kind.lifetime_sentence)
-            self._add(create, signature, fn, hints, {**options, "description": description})
-            return fn
-
-        return register
+        return self._register(verbs.creates, kind, options)
 
     def reads(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
         """The handler gets a copy of the state; nothing it does to it is saved."""
-
-        def register(fn: F) -> F:
-            bind = _Binder(fn, kind)
-
-            async def read(**kwargs: Any) -> Any:
-                principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
-                handle = await self.manager.get(principal, kind, handle_id)
-                return await _call(fn, bind(kwargs, handle))
-
-            hints = {"readOnlyHint": True, "openWorldHint": False}
-            self._add(read, _signature(fn, kind, with_id=True), fn, hints, options)
-            return fn
-
-        return register
+        return self._register(verbs.reads, kind, options)
 
     def edits(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
         """The handler changes the state in place; the change commits atomically.
@@ -102,35 +73,7 @@ class HandleTools:
         only compute and change the state. A handler that raises, or returns an
         ``is_error`` ``ToolResult``, changes nothing.
         """
-
-        def register(fn: F) -> F:
-            bind = _Binder(fn, kind)
-            if bind.handle:
-                raise ValueError(
-                    f"{fn.__name__}: an edits handler takes the state ({kind.model.__name__}), "
-                    "not a Handle; use reads or closes for the whole handle"
-                )
-
-            async def edit(**kwargs: Any) -> Any:
-                principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
-
-                async def apply(state: BaseModel) -> Any:
-                    result = await _call(fn, bind(kwargs, state=state))
-                    if isinstance(result, ToolResult) and result.is_error:
-                        raise _Failed(result)
-                    return result
-
-                try:
-                    updated = await self.manager.update(principal, kind, handle_id, apply)
-                except _Failed as failed:
-                    return failed.result
-                return updated.result
-
-            hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
-            self._add(edit, _signature(fn, kind, with_id=True), fn, hints, options)
-            return fn
-
-        return register
+        return self._register(verbs.edits, kind, {**options, "failed": _failed})
 
     def closes(
         self, kind: HandleKind[Any], *, reason: str = "closed", **options: Any
@@ -141,164 +84,58 @@ class HandleTools:
         handler that raises, or returns ``InputRequired`` or an ``is_error``
         ``ToolResult``, leaves the handle open.
         """
-
-        def register(fn: F) -> F:
-            bind = _Binder(fn, kind)
-
-            async def close(**kwargs: Any) -> Any:
-                principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
-                handle = await self.manager.get(principal, kind, handle_id)
-                result = await _call(fn, bind(kwargs, handle))
-                if not _leaves_open(result):
-                    await self.manager.close(
-                        principal, kind, handle_id, reason=reason, version=handle.version
-                    )
-                return result
-
-            hints = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
-            self._add(close, _signature(fn, kind, with_id=True), fn, hints, options)
-            return fn
-
-        return register
+        return self._register(
+            verbs.closes, kind, {**options, "reason": reason, "leaves_open": _leaves_open}
+        )
 
     def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
         """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""
+        return self._register(verbs.lists, kind, options)
 
+    def _register(
+        self, build: Callable[..., verbs.Verb], kind: HandleKind[Any], options: dict[str, Any]
+    ) -> Callable[[F], F]:
         def register(fn: F) -> F:
-            listed = [n for n, p in _params(fn).items() if _is_handle_list(p.annotation)]
-
-            async def list_handles(**kwargs: Any) -> Any:
-                handles = await self.manager.list(kwargs.pop(_PRINCIPAL), kind)
-                return await _call(fn, {**kwargs, **dict.fromkeys(listed, handles)})
-
-            hints = {"readOnlyHint": True, "openWorldHint": False}
-            signature = _signature(fn, kind, with_id=False, skip=set(listed))
-            self._add(list_handles, signature, fn, hints, options)
+            self._add(build(self.manager, kind, fn, **options))
             return fn
 
         return register
 
-    def _add(
-        self,
-        wrapper: Callable[..., Any],
-        signature: inspect.Signature,
-        fn: ToolFunction,
-        hints: dict[str, bool],
-        options: dict[str, Any],
-    ) -> None:
-        wrapper.__signature__ = signature  # type: ignore[attr-defined]
-        wrapper.__doc__ = fn.__doc__
-        annotations = {**hints, **options.pop("annotations", {})}
-        options.setdefault("name", fn.__name__)
-        self.server.add_tool(Tool.from_function(wrapper, annotations=annotations, **options))
+    def _add(self, verb: verbs.Verb) -> None:
+        run, tool_names = verb.run, self._tool_names
+
+        async def call(**kwargs: Any) -> Any:
+            principal = kwargs.pop(_PRINCIPAL)
+            try:
+                return await run(principal, kwargs)
+            except HandleError as error:
+                raise ToolError(error.text(tool_names())) from error
+
+        principal = inspect.Parameter(
+            _PRINCIPAL, inspect.Parameter.KEYWORD_ONLY, annotation=Principal
+        )
+        params = [*verb.signature.parameters.values(), principal]
+        call.__signature__ = verb.signature.replace(parameters=params)  # type: ignore[attr-defined]
+        call.__doc__ = verb.handler.__doc__
+        tool = Tool.from_function(
+            call,
+            name=verb.name,
+            description=verb.description,
+            annotations=verb.annotations,
+            **verb.options,
+        )
+        self.server.add_tool(tool)
+
+    def _tool_names(self) -> Callable[[str], str | None]:
+        """Names the server has now: a hint never names a tool that is not there."""
+        names = {tool.name for tool in self.server.tools}
+        return lambda name: name if name in names else None
 
 
-class _Failed(Exception):
-    """Carries an ``is_error`` result out of an update, so that nothing is written."""
-
-    def __init__(self, result: ToolResult) -> None:
-        super().__init__("the handler returned an error result")
-        self.result = result
+def _failed(result: Any) -> bool:
+    return isinstance(result, ToolResult) and result.is_error
 
 
 def _leaves_open(result: Any) -> bool:
     """Whether a close handler's result says not to close: it asks for input or failed."""
-    return isinstance(result, InputRequired) or (isinstance(result, ToolResult) and result.is_error)
-
-
-async def _call(fn: ToolFunction, kwargs: dict[str, Any]) -> Any:
-    result = fn(**kwargs)
-    if type(result) is CoroutineType or inspect.isawaitable(result):
-        return await result
-    return result
-
-
-def _params(fn: ToolFunction) -> dict[str, inspect.Parameter]:
-    return dict(inspect.signature(fn, eval_str=True).parameters)
-
-
-class _Binder:
-    """Which handler parameters take the state, the handle, or a tool argument."""
-
-    def __init__(self, fn: ToolFunction, kind: HandleKind[Any]) -> None:
-        params = _params(fn)
-        self.state = [n for n, p in params.items() if p.annotation is kind.model]
-        self.handle = [n for n, p in params.items() if _is_handle(p.annotation)]
-        self.arguments = [n for n in params if n not in self.state and n not in self.handle]
-
-    def __call__(
-        self,
-        kwargs: dict[str, Any],
-        handle: Handle[Any] | None = None,
-        state: BaseModel | None = None,
-    ) -> dict[str, Any]:
-        bound = {name: kwargs[name] for name in self.arguments if name in kwargs}
-        if self.state:
-            if state is None and handle is not None:
-                state = handle.state.model_copy(deep=True)
-            bound.update(dict.fromkeys(self.state, state))
-        bound.update(dict.fromkeys(self.handle, handle))
-        return bound
-
-
-def _is_handle(annotation: Any) -> bool:
-    return annotation is Handle or typing.get_origin(annotation) is Handle
-
-
-def _is_handle_list(annotation: Any) -> bool:
-    args: tuple[Any, ...] = getattr(annotation, "__args__", ())
-    return typing.get_origin(annotation) is list and len(args) == 1 and _is_handle(args[0])
-
-
-def _signature(
-    fn: ToolFunction,
-    kind: HandleKind[Any],
-    *,
-    with_id: bool,
-    returns: Any = inspect.Signature.empty,
-    skip: set[str] = frozenset(),  # type: ignore[assignment]
-) -> inspect.Signature:
-    """The tool's signature: the id parameter first, then the handler's own arguments."""
-    signature = inspect.signature(fn, eval_str=True)
-    params = [
-        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-        for p in signature.parameters.values()
-        if p.annotation is not kind.model
-        and not _is_handle(p.annotation)
-        and p.name not in skip
-        and p.name != kind.id_param
-    ]
-    if with_id:
-        params.insert(0, _id_parameter(kind))
-    params.append(
-        inspect.Parameter(_PRINCIPAL, inspect.Parameter.KEYWORD_ONLY, annotation=Principal)
-    )
-    return_annotation = (
-        signature.return_annotation if returns is inspect.Signature.empty else returns
-    )
-    return inspect.Signature(params, return_annotation=return_annotation)
-
-
-def _id_parameter(kind: HandleKind[Any]) -> inspect.Parameter:
-    description = (
-        f"The {kind.label} id, exactly as {kind.create_tool} returned it "
-        f"(starts with {kind.prefix}_). {kind.lifetime_sentence}"
-    )
-    annotation = Annotated[str, Field(description=description, max_length=_MAX_ID_CHARS)]
-    return inspect.Parameter(kind.id_param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
-
-
-def _created_model(kind: HandleKind[Any]) -> type[BaseModel]:
-    fields: dict[str, Any] = {
-        kind.id_param: (str, Field(description=f"The new {kind.label}'s id.")),
-        "expires_at": (str, Field(description="When it expires unless used (ISO 8601, UTC).")),
-    }
-    return create_model(f"{kind.model.__name__}Created", **fields)
-
-
-def _summary(fn: ToolFunction, options: dict[str, Any]) -> str:
-    return str(options.get("description") or split_docstring(inspect.getdoc(fn) or "")[0])
-
-
-def _join(description: str, sentence: str) -> str:
-    return f"{description.rstrip()}\n\n{sentence}" if description else sentence
+    return isinstance(result, InputRequired) or _failed(result)
