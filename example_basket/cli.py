@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from handles import Principal, Server
+from handles.ids import secret_keys_from_environment
 from stores import MemoryStore, Store
 
 from .app import build_server
@@ -132,12 +133,6 @@ def make_store(url: str) -> Store:
     raise SystemExit(f"--store: expected 'memory' or a redis:// URL, got {url[:60]!r}")
 
 
-def _secret_keys() -> list[str] | None:
-    raw = os.environ.get("HANDLES_SECRET", "")
-    keys = [key.strip() for key in raw.split(",") if key.strip()]
-    return keys or None
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     configure_logging("WARNING" if args.command == "demo" else args.log_level)
@@ -155,7 +150,7 @@ async def _serve(args: argparse.Namespace) -> None:
         try:
             server = build_server(
                 store,
-                secret_keys=_secret_keys(),
+                secret_keys=secret_keys_from_environment(),
                 idle_ttl=args.basket_idle_ttl,
                 max_ttl=args.basket_max_ttl,
                 quota=args.basket_quota,

@@ -20,6 +20,7 @@ import base64
 import binascii
 import hashlib
 import logging
+import os
 import re
 import secrets
 from collections.abc import Iterable, Sequence
@@ -31,7 +32,7 @@ from itsdangerous.signer import HMACAlgorithm, Signer
 
 from .kinds import HandleKind
 
-__all__ = ["HandleCodec", "SecretKeys", "TruncatedHMAC", "redact"]
+__all__ = ["HandleCodec", "SecretKeys", "TruncatedHMAC", "redact", "secret_keys_from_environment"]
 
 _log = logging.getLogger("handles")
 
@@ -147,6 +148,28 @@ def _ring(secret_keys: SecretKeys | None) -> list[bytes]:
                 f"least {MIN_SECRET_BYTES} bytes (e.g. secrets.token_urlsafe(32))"
             )
     return keys
+
+
+def secret_keys_from_environment(variable: str = "HANDLES_SECRET") -> list[str] | None:
+    """The key ring in ``$HANDLES_SECRET``: comma-separated, oldest first, newest last.
+
+    Blanks around keys and empty entries are ignored. Pass the result as
+    ``HandleManager(secret_keys=...)``; ``None`` (unset or empty) leaves the manager on
+    an ephemeral key, which it warns about.
+
+    Raises:
+        ValueError: A key is shorter than 32 bytes; the message names the variable
+            and the key's place, never the key.
+    """
+    raw = os.environ.get(variable, "")
+    keys = [key.strip() for key in raw.split(",") if key.strip()]
+    for number, key in enumerate(keys):
+        if len(key.encode()) < MIN_SECRET_BYTES:
+            raise ValueError(
+                f"{variable}: key #{number} is {len(key.encode())} bytes; each key must be "
+                f"at least {MIN_SECRET_BYTES} bytes (e.g. secrets.token_urlsafe(32))"
+            )
+    return keys or None
 
 
 def _mint_time(body: str) -> int:
