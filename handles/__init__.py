@@ -30,6 +30,7 @@ from .errors import TransientHandleError as TransientHandleError
 from .errors import UnknownHandle as UnknownHandle
 from .errors import WrongKind as WrongKind
 from .handle import Handle as Handle
+from .ids import secret_keys_from_environment as secret_keys_from_environment
 from .kinds import HandleKind as HandleKind
 from .kinds import Lifetime as Lifetime
 from .manager import HandleManager as HandleManager
@@ -83,6 +84,7 @@ __all__ = [
     "TransientHandleError",
     "UnknownHandle",
     "WrongKind",
+    "secret_keys_from_environment",
 ]
 
 _LAZY = {

@@ -39,7 +39,18 @@ from .kinds import HandleKind
 from .manager import HandleManager
 from .principal import Principal
 
-__all__ = ["ANNOTATIONS", "Verb", "closes", "creates", "edits", "lists", "reads"]
+__all__ = [
+    "ANNOTATIONS",
+    "Closed",
+    "HandleSummary",
+    "Verb",
+    "closes",
+    "creates",
+    "edits",
+    "lifecycle",
+    "lists",
+    "reads",
+]
 
 Handler = Callable[..., Any]
 Run = Callable[[Principal, dict[str, Any]], Awaitable[Any]]
@@ -203,6 +214,58 @@ def lists(manager: HandleManager, kind: HandleKind[Any], fn: Handler, **options:
 
     signature = _signature(fn, kind, with_id=False, skip=set(listed))
     return _verb("lists", kind, fn, run, signature, options)
+
+
+class HandleSummary(BaseModel):
+    """One live handle, as the ``lifecycle`` list tool shows it."""
+
+    id: str = Field(description="The handle's id.")
+    expires_at: str = Field(description="When it expires unless used (ISO 8601, UTC).")
+
+
+class Closed(BaseModel):
+    """What the ``lifecycle`` close tool answers."""
+
+    closed: str = Field(description="The id of the handle just closed.")
+
+
+def lifecycle(
+    manager: HandleManager, kind: HandleKind[Any], *, leaves_open: Predicate
+) -> list[Verb]:
+    """``create_<kind>``, ``list_<kinds>`` and ``close_<kind>``, with no handler code.
+
+    They are named as the kind says (``create_tool``, ``list_tool``, and
+    ``close_tool`` or ``close_<kind>``); the created state is ``kind.model()``.
+    """
+    label, plural = kind.label, kind.plural
+
+    def create() -> None:
+        return None
+
+    def list_handles(handles: list[Handle[Any]]) -> list[HandleSummary]:
+        return [HandleSummary(id=h.id, expires_at=h.expires_at_iso) for h in handles]
+
+    def close(handle: Handle[Any]) -> Closed:
+        return Closed(closed=handle.id)
+
+    return [
+        creates(manager, kind, create, name=kind.create_tool, description=f"Start a new {label}."),
+        lists(
+            manager,
+            kind,
+            list_handles,
+            name=kind.list_tool,
+            description=f"Your open {plural}, oldest first.",
+        ),
+        closes(
+            manager,
+            kind,
+            close,
+            leaves_open=leaves_open,
+            name=kind.close_tool or f"close_{kind.name}",
+            description=f"Close a {label} you no longer need; it cannot be used afterwards.",
+        ),
+    ]
 
 
 def _verb(

@@ -29,10 +29,8 @@ from fastmcp.server.dependencies import get_access_token, get_context
 from fastmcp.server.providers import Provider
 from fastmcp.tools import Tool
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
 
 from .. import verbs
-from ..handle import Handle
 from ..kinds import HandleKind
 from ..manager import HandleManager
 from ..principal import Principal
@@ -133,6 +131,11 @@ class HandleTools:
         """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""
         return self._register(verbs.lists, kind, options)
 
+    def lifecycle(self, kind: HandleKind[Any]) -> None:
+        """Add ``create_<kind>``, ``list_<kinds>`` and ``close_<kind>`` (see ``HandleProvider``)."""
+        for verb in verbs.lifecycle(self.manager, kind, leaves_open=_failed):
+            self.server.add_tool(tool(verb, self._principal))
+
     def _register(
         self, build: Callable[..., verbs.Verb], kind: HandleKind[Any], options: dict[str, Any]
     ) -> Callable[[F], F]:
@@ -155,19 +158,6 @@ def tool(verb: verbs.Verb, principal: Callable[[], Principal] = current_principa
     )
 
 
-class HandleSummary(BaseModel):
-    """One live handle, as ``list_<kinds>`` shows it."""
-
-    id: str = Field(description="The handle's id.")
-    expires_at: str = Field(description="When it expires unless used (ISO 8601, UTC).")
-
-
-class Closed(BaseModel):
-    """What ``close_<kind>`` answers."""
-
-    closed: str = Field(description="The id of the handle just closed.")
-
-
 class HandleProvider(Provider):
     """Contributes ``create_<kind>``, ``list_<kinds>`` and ``close_<kind>`` for a kind.
 
@@ -186,34 +176,8 @@ class HandleProvider(Provider):
         principal: Callable[[], Principal] = current_principal,
     ) -> None:
         super().__init__()
-        self._tools = _provided(manager, kind, principal)
+        verbs_ = verbs.lifecycle(manager, kind, leaves_open=_failed)
+        self._tools = [tool(verb, principal) for verb in verbs_]
 
     async def _list_tools(self) -> Sequence[Tool]:
         return self._tools
-
-
-def _provided(
-    manager: HandleManager, kind: HandleKind[Any], principal: Callable[[], Principal]
-) -> list[Tool]:
-    label, plural = kind.label, kind.plural
-
-    def create() -> None:
-        return None
-
-    create.__doc__ = f"Start a new, empty {label}."
-
-    def list_handles(handles: list[Handle[Any]]) -> list[HandleSummary]:
-        return [HandleSummary(id=h.id, expires_at=h.expires_at_iso) for h in handles]
-
-    list_handles.__doc__ = f"Your open {plural}, oldest first."
-    close_name = kind.close_tool or f"close_{kind.name}"
-
-    def close(handle: Handle[Any]) -> Closed:
-        return Closed(closed=handle.id)
-
-    close.__doc__ = f"Close a {label} you no longer need; it cannot be used afterwards."
-    return [
-        tool(verbs.creates(manager, kind, create, name=kind.create_tool), principal),
-        tool(verbs.lists(manager, kind, list_handles, name=kind.list_tool), principal),
-        tool(verbs.closes(manager, kind, close, name=close_name, leaves_open=_failed), principal),
-    ]

@@ -105,21 +105,28 @@ class HandleTools:
         """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""
         return self._register(verbs.lists, kind, options)
 
+    def lifecycle(self, kind: HandleKind[Any]) -> None:
+        """Add ``create_<kind>``, ``list_<kinds>`` and ``close_<kind>``, with no handler code."""
+        for verb in verbs.lifecycle(self.manager, kind, leaves_open=_leaves_open):
+            self._add(verb)
+
     def _register(
         self, build: Callable[..., verbs.Verb], kind: HandleKind[Any], options: dict[str, Any]
     ) -> Callable[[F], F]:
         def register(fn: F) -> F:
-            verb = build(self.manager, kind, fn, **options)
-            self.server.add_tool(
-                tool_function(verb, self._principal, _refuse, self._tool_names),
-                name=verb.name,
-                description=verb.description,
-                annotations=ToolAnnotations(**verb.annotations),
-                **verb.options,
-            )
+            self._add(build(self.manager, kind, fn, **options))
             return fn
 
         return register
+
+    def _add(self, verb: verbs.Verb) -> None:
+        self.server.add_tool(
+            tool_function(verb, self._principal, _refuse, self._tool_names),
+            name=verb.name,
+            description=verb.description,
+            annotations=ToolAnnotations(**verb.annotations),
+            **verb.options,
+        )
 
     async def _tool_names(self, local: str) -> ToolNames:
         """The server's tools now: a hint never names one it lacks."""
