@@ -66,6 +66,7 @@ def main() -> None:
     elif args.http is not None:
         from mcp.server.auth.provider import AccessToken
         from mcp.server.auth.settings import AuthSettings
+        from pydantic import AnyHttpUrl
 
         class Verifier:
             async def verify_token(self, token: str) -> AccessToken | None:
@@ -79,7 +80,9 @@ def main() -> None:
 
         url = f"http://127.0.0.1:{args.http}"
         options["token_verifier"] = Verifier()
-        options["auth"] = AuthSettings(issuer_url=url, resource_server_url=f"{url}/mcp")
+        options["auth"] = AuthSettings(
+            issuer_url=AnyHttpUrl(url), resource_server_url=AnyHttpUrl(f"{url}/mcp")
+        )
     server = module.build(manager, **options)
     _plain_logs()
     if args.http is None:

@@ -15,7 +15,7 @@ from fastmcp import FastMCP
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
-from handles import HandleKind, HandleManager, Lifetime, ToolError
+from handles import HandleKind, HandleManager, HandleTools, Lifetime, Server, ToolError
 from handles.integrations import fastmcp as fastmcp_adapter
 from handles.integrations import mcp_sdk as sdk_adapter
 from stores import MemoryStore
@@ -158,13 +158,20 @@ class Tab(BaseModel):
 
 
 TAB = HandleKind("tab", "tab", Tab, Lifetime(idle=60), close_tool="close_tab")
+AnyTools = fastmcp_adapter.HandleTools | sdk_adapter.HandleTools
+
+
+def _adapter(framework: str, manager: HandleManager) -> tuple[Any, AnyTools]:
+    if framework == "fastmcp":
+        fast = FastMCP("tabs")
+        return fast, fastmcp_adapter.HandleTools(fast, manager)
+    sdk = MCPServer("tabs")
+    return sdk, sdk_adapter.HandleTools(sdk, manager)
 
 
 def _tab_server(framework: str, manager: HandleManager) -> Any:
     """Only ``open_tab`` and ``read_tab``: no create_tab, list_tabs or close_tab."""
-    server: Any = FastMCP("tabs") if framework == "fastmcp" else MCPServer("tabs")
-    adapter: Any = fastmcp_adapter if framework == "fastmcp" else sdk_adapter
-    tools = adapter.HandleTools(server, manager)
+    server, tools = _adapter(framework, manager)
 
     @tools.creates(TAB, name="open_tab")
     async def open_tab() -> Tab:
@@ -190,9 +197,8 @@ async def test_no_hint_names_a_missing_tool(framework: str) -> None:
 async def test_quota_hint_without_a_close_tool(framework: str) -> None:
     kind = HandleKind("tab", "tab", Tab, Lifetime(idle=60), quota=1, close_tool="close_tab")
     manager = HandleManager(MemoryStore(), [kind], secret_keys=["s" * 32])
-    server: Any = FastMCP("tabs") if framework == "fastmcp" else MCPServer("tabs")
-    adapter: Any = fastmcp_adapter if framework == "fastmcp" else sdk_adapter
-    adapter.HandleTools(server, manager).lifecycle(kind)
+    server, tools = _adapter(framework, manager)
+    tools.lifecycle(kind)
     async with _caller(framework, server) as call:
         await call("create_tab", {})
         reply = await call("create_tab", {})
@@ -217,9 +223,7 @@ async def test_hints_under_a_fastmcp_mount_carry_the_namespace(clock: Clock) -> 
 
 
 def _failing_edit(framework: str, manager: HandleManager) -> Any:
-    server: Any = FastMCP("tabs") if framework == "fastmcp" else MCPServer("tabs")
-    adapter: Any = fastmcp_adapter if framework == "fastmcp" else sdk_adapter
-    tools = adapter.HandleTools(server, manager)
+    server, tools = _adapter(framework, manager)
     tools.lifecycle(TAB)
 
     @tools.edits(TAB)
@@ -264,7 +268,7 @@ def _plain(schema: Any) -> Any:
     return schema
 
 
-def _visit_server(server: Any, tools: Any) -> Any:
+def _visit_server(server: Any, tools: AnyTools | HandleTools) -> Any:
     @tools.edits(TAB)
     async def visit(state: Tab, url: str, times: int = 1) -> Tab:
         """Visit a page.
@@ -279,8 +283,6 @@ def _visit_server(server: Any, tools: Any) -> Any:
 
 
 async def test_both_adapters_publish_the_core_schemas_and_annotations() -> None:
-    from handles import HandleTools, Server
-
     def manager() -> HandleManager:
         return HandleManager(MemoryStore(), [TAB], secret_keys=["s" * 32])
 
