@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from handles import HandleKind, HandleManager, Lifetime, ToolError, secret_keys_from_environment
 from stores import MemoryStore
@@ -24,18 +25,20 @@ class Basket(BaseModel):
     items: dict[str, int] = Field(default_factory=dict)
 
 
-class Item(BaseModel):
+# The replies are the baselines' TypedDicts (typing_extensions: pydantic on 3.11 needs it
+# for nested ones), so the comparison is of the state layer alone.
+class Item(TypedDict):
     sku: str
     quantity: int
 
 
-class AddResult(BaseModel):
+class AddResult(TypedDict):
     basket_id: str
     sku: str
     quantity: int
 
 
-class BasketView(BaseModel):
+class BasketView(TypedDict):
     basket_id: str
     items: list[Item]
 
@@ -59,13 +62,13 @@ def register(tools: Any) -> None:
         if quantity < 1 or quantity > MAX_QTY:
             raise ToolError(f"quantity must be between 1 and {MAX_QTY}; got {quantity}.")
         total = state.items[sku] = state.items.get(sku, 0) + quantity
-        return AddResult(basket_id=basket_id, sku=sku, quantity=total)
+        return {"basket_id": basket_id, "sku": sku, "quantity": total}
 
     @tools.reads(BASKET)
     async def get_basket(state: Basket, basket_id: str) -> BasketView:
         """Return the items in the basket identified by `basket_id`."""
-        items = [Item(sku=s, quantity=q) for s, q in state.items.items()]
-        return BasketView(basket_id=basket_id, items=items)
+        items: list[Item] = [{"sku": s, "quantity": q} for s, q in state.items.items()]
+        return {"basket_id": basket_id, "items": items}
 
 
 def main() -> None:

@@ -68,7 +68,9 @@ async def sdk_tools() -> tuple[Tool, Tool]:
 
 
 async def baseline(name: str) -> Tool:
-    module = runpy.run_path(str(BENCH / "servers" / f"{name}_basket.py"), run_name=f"{name}_baseline")
+    module = runpy.run_path(
+        str(BENCH / "servers" / f"{name}_basket.py"), run_name=f"{name}_baseline"
+    )
     create, add = module["create_basket"], module["add_item"]
     if not callable(create):  # FastMCP 4 leaves the function; keep both spellings
         create, add = create.fn, add.fn
