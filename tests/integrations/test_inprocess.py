@@ -11,7 +11,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
+from fastmcp import Context as FastMCPContext
 from fastmcp import FastMCP
+from mcp.server.mcpserver import Context as SDKContext
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
@@ -324,3 +326,35 @@ def test_importing_an_adapter_loads_no_core() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+async def test_a_handler_gets_the_frameworks_context(framework: str) -> None:
+    manager = HandleManager(MemoryStore(), [TAB], secret_keys=["s" * 32])
+    server, tools = _adapter(framework, manager)
+    tools.lifecycle(TAB)
+    seen: list[object] = []
+
+    if isinstance(tools, fastmcp_adapter.HandleTools):
+
+        @tools.edits(TAB)
+        async def visit(state: Tab, url: str, ctx: FastMCPContext) -> Tab:
+            """Visit a page."""
+            seen.append(ctx)
+            state.pages.append(url)
+            return state
+
+    else:
+
+        @tools.edits(TAB)
+        async def visit(state: Tab, url: str, ctx: SDKContext) -> Tab:  # type: ignore[misc]
+            """Visit a page."""
+            seen.append(ctx)
+            state.pages.append(url)
+            return state
+
+    async with _caller(framework, server) as call:
+        tab_id = (await call("create_tab", {})).structured["tab_id"]
+        reply = await call("visit", {"tab_id": tab_id, "url": "a"})
+    assert reply.structured == {"pages": ["a"]}
+    expected = FastMCPContext if framework == "fastmcp" else SDKContext
+    assert len(seen) == 1 and isinstance(seen[0], expected)
