@@ -112,6 +112,7 @@ class HttpServer:
     def errors(self) -> list[str]:
         """The log's ERROR and CRITICAL lines, and any traceback."""
         lines = self.log.read_text().splitlines()
+        assert any(line.startswith("INFO ") for line in lines), "the log is not being captured"
         return [
             line
             for line in lines
