@@ -161,7 +161,7 @@ async def _serve(args: argparse.Namespace) -> None:
         # What start-up built (modules, schemas, validators) lives as long as the
         # process: keep it out of the collector's generations, so that collections
         # only walk what serving allocates (the gc docs' advice for long-lived
-        # servers; it took ~15% off add_item's CPU).
+        # servers).
         gc.freeze()
         if args.http:
             await _serve_http(server, args)

@@ -30,6 +30,7 @@ from .errors import TransientHandleError as TransientHandleError
 from .errors import UnknownHandle as UnknownHandle
 from .errors import WrongKind as WrongKind
 from .handle import Handle as Handle
+from .ids import SecretKeys as SecretKeys
 from .ids import secret_keys_from_environment as secret_keys_from_environment
 from .kinds import HandleKind as HandleKind
 from .kinds import Lifetime as Lifetime
@@ -75,6 +76,7 @@ __all__ = [
     "RateLimited",
     "RateLimiter",
     "ResourceLink",
+    "SecretKeys",
     "Server",
     "StorageUnavailable",
     "TextContent",

@@ -27,12 +27,13 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from types import CoroutineType, MappingProxyType
+from types import MappingProxyType
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
+from ._awaitables import maybe_await
 from ._docstrings import split_docstring
 from .handle import Handle
 from .kinds import HandleKind
@@ -292,10 +293,7 @@ class _Failed(Exception):
 
 
 async def _call(fn: Handler, kwargs: dict[str, Any]) -> Any:
-    result = fn(**kwargs)
-    if type(result) is CoroutineType or inspect.isawaitable(result):
-        return await result
-    return result
+    return await maybe_await(fn(**kwargs))
 
 
 def _params(fn: Handler) -> dict[str, inspect.Parameter]:
