@@ -5,6 +5,7 @@ A fake clock drives expiry, so the texts are checked word for word.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
@@ -358,3 +359,37 @@ async def test_a_handler_gets_the_frameworks_context(framework: str) -> None:
     assert reply.structured == {"pages": ["a"]}
     expected = FastMCPContext if framework == "fastmcp" else SDKContext
     assert len(seen) == 1 and isinstance(seen[0], expected)
+
+
+async def test_an_error_result_writes_nothing_and_leaves_the_handle_open(framework: str) -> None:
+    from fastmcp.tools import ToolResult
+    from mcp_types import CallToolResult, TextContent
+
+    def refusal(text: str) -> Any:
+        if framework == "fastmcp":
+            return ToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+    manager = HandleManager(MemoryStore(), [TAB], secret_keys=["s" * 32])
+    server, tools = _adapter(framework, manager)
+    tools.lifecycle(TAB)
+
+    @tools.edits(TAB)
+    async def visit(state: Tab, url: str) -> Any:
+        """Visit a page."""
+        state.pages.append(url)
+        return refusal("no such page") if url == "bad" else {"pages": state.pages}
+
+    @tools.closes(TAB, name="finish")
+    async def finish(state: Tab) -> Any:
+        """Finish, unless the tab is empty."""
+        return refusal("nothing to finish") if not state.pages else {"pages": state.pages}
+
+    async with _caller(framework, server) as call:
+        tab_id = (await call("create_tab", {})).structured["tab_id"]
+        assert (await call("visit", {"tab_id": tab_id, "url": "bad"})).text == "no such page"
+        assert (await call("finish", {"tab_id": tab_id})).text == "nothing to finish"
+        visited = await call("visit", {"tab_id": tab_id, "url": "a"})
+        assert json.loads(visited.text) == {"pages": ["a"]}  # "bad" was not written
+        assert not (await call("finish", {"tab_id": tab_id})).is_error
+        assert (await call("visit", {"tab_id": tab_id, "url": "b"})).is_error
