@@ -36,7 +36,7 @@ from ..manager import HandleManager
 from ..principal import Principal
 from ._common import ToolNames, local_principal, tool_function
 
-__all__ = ["HandleProvider", "HandleTools", "current_principal"]
+__all__ = ["HandleProvider", "HandleTools", "current_principal", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MODEL_MISTAKE = logging.INFO
