@@ -34,7 +34,14 @@ from itsdangerous.signer import Signer
 from .errors import cut
 from .kinds import HandleKind
 
-__all__ = ["HandleCodec", "SecretKeys", "redact", "secret_keys_from_environment"]
+__all__ = [
+    "PLACEHOLDER_MARKS",
+    "HandleCodec",
+    "SecretKeys",
+    "parse_secret_keys",
+    "redact",
+    "secret_keys_from_environment",
+]
 
 _log = logging.getLogger("handles")
 
@@ -43,6 +50,7 @@ SecretKeys = str | bytes | Sequence[str | bytes]
 MIN_SECRET_BYTES = 32
 _TIME_BYTES, _RANDOM_BYTES, _TAG_BYTES = 4, 16, 12
 _BODY_CHARS, _TAG_CHARS = 27, 16  # base64url, unpadded, of 20 and 12 bytes
+_MAX_VERIFIED = 8192
 _ALPHABET = re.compile(rf"[A-Za-z0-9_-]{{{_BODY_CHARS + _TAG_CHARS}}}")
 _SALT = "mcp-handles/v1:{name}:{prefix}"
 
@@ -110,26 +118,48 @@ def _ring(secret_keys: SecretKeys | None) -> list[bytes]:
     return keys
 
 
-def secret_keys_from_environment(variable: str = "HANDLES_SECRET") -> list[str] | None:
-    """The key ring in ``$HANDLES_SECRET``: comma-separated, oldest first, newest last.
+#: Fragments of the placeholder keys that docs and examples show; a real key has none.
+PLACEHOLDER_MARKS = ("replace-with", "replace-me", "changeme", "change-me", "your-secret")
 
-    Blanks around keys and empty entries are ignored. Pass the result as
-    ``HandleManager(secret_keys=...)``; ``None`` (unset or empty) leaves the manager on
-    an ephemeral key, which it warns about.
+
+def parse_secret_keys(text: str) -> list[str]:
+    """A comma-separated key ring, oldest first, newest last (the newest signs).
+
+    Blanks around keys and empty entries are ignored.
 
     Raises:
-        ValueError: A key is shorter than 32 bytes; the message names the variable
-            and the key's place, never the key.
+        ValueError: No key, a key shorter than 32 bytes, or a placeholder copied from
+            the docs; the message names the key by its place (from 1), never its text.
     """
-    raw = os.environ.get(variable, "")
-    keys = [key.strip() for key in raw.split(",") if key.strip()]
-    for number, key in enumerate(keys):
-        if len(key.encode()) < MIN_SECRET_BYTES:
-            raise ValueError(
-                f"{variable}: key #{number} is {len(key.encode())} bytes; each key must be "
-                f"at least {MIN_SECRET_BYTES} bytes (e.g. secrets.token_urlsafe(32))"
-            )
-    return keys or None
+    keys = [key.strip() for key in text.split(",") if key.strip()]
+    if not keys:
+        raise ValueError("no key in it")
+    for number, key in enumerate(keys, 1):
+        size = len(key.encode())
+        if size < MIN_SECRET_BYTES:
+            raise ValueError(f"key {number} has {size} bytes")
+        if any(mark in key.lower() for mark in PLACEHOLDER_MARKS):
+            raise ValueError(f"key {number} is a placeholder copied from the docs")
+    return keys
+
+
+def secret_keys_from_environment(variable: str = "HANDLES_SECRET") -> list[str] | None:
+    """The key ring in ``$HANDLES_SECRET`` (see ``parse_secret_keys``), or ``None``.
+
+    Pass the result as ``HandleManager(secret_keys=...)``: ``None`` (unset, or only
+    blanks and commas) leaves the manager on an ephemeral key, which it warns about.
+
+    Raises:
+        ValueError: A key is too short or a placeholder; the message starts with the
+            variable's name (``HANDLES_SECRET: key 2 has 8 bytes``).
+    """
+    text = os.environ.get(variable, "")
+    if not text.replace(",", "").strip():
+        return None
+    try:
+        return parse_secret_keys(text)
+    except ValueError as exc:
+        raise ValueError(f"{variable}: {exc}") from None
 
 
 def _mint_time(body: str) -> int:
@@ -151,10 +181,16 @@ class HandleCodec:
 
     Raises:
         ValueError: A key is too short, the ring is empty, or two kinds clash.
+
+    A verified id is remembered with its owner (up to 8192 of them), so the next call
+    with the same id and owner is a dict lookup rather than an HMAC: the answer cannot
+    change, as the keys are fixed for the codec's life. Ids that fail are never
+    remembered.
     """
 
     def __init__(self, kinds: Iterable[HandleKind[Any]], secret_keys: SecretKeys | None) -> None:
         keys = _ring(secret_keys)
+        self._verified: dict[tuple[str, str], tuple[str, int]] = {}
         self._by_name: dict[str, _Spec] = {}
         self._by_prefix: dict[str, _Spec] = {}
         for kind in kinds:
@@ -176,11 +212,16 @@ class HandleCodec:
         body = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
         tag = spec.tags.sign(body + owner)
         handle_id = f"{spec.head}{body}{tag}"
+        self._remember(handle_id, owner, kind.name, int(now))
         return handle_id
 
     def verify(self, kind: HandleKind[Any], handle_id: str, owner: str) -> int | None:
         """The mint time of ``handle_id`` if ``owner`` holds it as a ``kind``, else ``None``."""
         spec = self._spec(kind)
+        known = self._verified.get((handle_id, owner))
+        if known is not None:
+            name, created = known
+            return created if name == kind.name else None
         start = len(spec.head)
         if (
             len(handle_id) != start + _BODY_CHARS + _TAG_CHARS
@@ -191,7 +232,9 @@ class HandleCodec:
         body, tag = handle_id[start:-_TAG_CHARS], handle_id[-_TAG_CHARS:]
         if not spec.tags.verify(body + owner, tag):
             return None
-        return _mint_time(body)
+        created = _mint_time(body)
+        self._remember(handle_id, owner, kind.name, created)
+        return created
 
     def minted_at(self, handle_id: str) -> int:
         """The mint time of an id already known to be valid (e.g. from a store index)."""
@@ -214,6 +257,11 @@ class HandleCodec:
         if _ALPHABET.fullmatch(handle_id, len(spec.head)) is None:
             return "characters outside base64url"
         return "tag does not verify for this caller (forged, foreign, or an old key)"
+
+    def _remember(self, handle_id: str, owner: str, name: str, created: int) -> None:
+        if len(self._verified) >= _MAX_VERIFIED:
+            self._verified.clear()
+        self._verified[handle_id, owner] = (name, created)
 
     def _spec(self, kind: HandleKind[Any]) -> _Spec:
         spec = self._by_name.get(kind.name)

@@ -29,7 +29,7 @@ hints name only tools the server has.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from . import verbs
@@ -76,17 +76,27 @@ class HandleTools:
         return self._register(verbs.edits, kind, {**options, "failed": _failed})
 
     def closes(
-        self, kind: HandleKind[Any], *, reason: str = "closed", **options: Any
+        self,
+        kind: HandleKind[Any],
+        *,
+        reason: str = "closed",
+        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
+        **options: Any,
     ) -> Callable[[F], F]:
         """The handler sees the final state; after it returns, the handle is closed.
 
         The close only happens if the state is still the one the handler saw; a
         handler that raises, or returns ``InputRequired`` or an ``is_error``
-        ``ToolResult``, leaves the handle open.
+        ``ToolResult``, leaves the handle open. Its result is stored with the
+        close: of concurrent calls (on any replica) one close commits, and the
+        others return that call's result. The handler may run in each of them,
+        so like an ``edits`` handler it should only compute its result; an effect
+        that must happen at most once per handle (placing the order) goes in
+        ``on_commit``, awaited with the result only by the call whose close
+        committed (see ``HandleManager.close``).
         """
-        return self._register(
-            verbs.closes, kind, {**options, "reason": reason, "leaves_open": _leaves_open}
-        )
+        extra = {"reason": reason, "on_commit": on_commit, "leaves_open": _leaves_open}
+        return self._register(verbs.closes, kind, {**options, **extra})
 
     def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
         """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""

@@ -183,13 +183,19 @@ def closes(
     *,
     leaves_open: Predicate,
     reason: str = "closed",
+    on_commit: Callable[[Any], Awaitable[Any]] | None = None,
     **options: Any,
 ) -> Verb:
     """The handler sees the final state; after it returns, the handle is closed.
 
     The close only happens if the state is still the one the handler saw; a
     handler that raises, or returns a result for which ``leaves_open`` is true,
-    leaves the handle open.
+    leaves the handle open. Its result is stored with the close: of concurrent
+    calls (on any replica) one close commits, and the others return that call's
+    result. The handler may run in each of them, so like an ``edits`` handler it
+    should only compute; an effect that must happen at most once per handle goes in
+    ``on_commit``, awaited with the result only by the call whose close committed
+    (see ``HandleManager.close``).
     """
     bind = _Binder(fn, kind)
     id_param = kind.id_param
@@ -198,9 +204,17 @@ def closes(
         handle_id = arguments[id_param]
         handle = await manager.get(principal, kind, handle_id)
         result = await _call(fn, bind(arguments, handle))
-        if not leaves_open(result):
-            await manager.close(principal, kind, handle_id, reason=reason, version=handle.version)
-        return result
+        if leaves_open(result):
+            return result
+        return await manager.close(
+            principal,
+            kind,
+            handle_id,
+            reason=reason,
+            version=handle.version,
+            outcome=result,
+            on_commit=on_commit,
+        )
 
     return _verb("closes", kind, fn, run, _signature(fn, kind, with_id=True), options)
 

@@ -20,7 +20,7 @@ included). ``HandleProvider`` contributes ``create_<kind>``, ``list_<kinds>`` an
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from fastmcp import FastMCP
@@ -117,14 +117,23 @@ class HandleTools:
         return self._register(verbs.edits, kind, {**options, "failed": _failed})
 
     def closes(
-        self, kind: HandleKind[Any], *, reason: str = "closed", **options: Any
+        self,
+        kind: HandleKind[Any],
+        *,
+        reason: str = "closed",
+        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
+        **options: Any,
     ) -> Callable[[F], F]:
         """The handler sees the final state; then the handle closes, at that version.
+
+        As in ``handles.HandleTools.closes``: of concurrent calls one close commits
+        and the others return its result; ``on_commit`` runs only in the one that
+        committed (the place for an effect that must happen once).
 
         A handler that raises, or returns a ``ToolResult`` with ``is_error``, leaves
         the handle open.
         """
-        extra = {"reason": reason, "leaves_open": _failed}
+        extra = {"reason": reason, "on_commit": on_commit, "leaves_open": _failed}
         return self._register(verbs.closes, kind, {**options, **extra})
 
     def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:

@@ -18,7 +18,7 @@ tools the server has.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -91,14 +91,23 @@ class HandleTools:
         return self._register(verbs.edits, kind, {**options, "failed": _failed})
 
     def closes(
-        self, kind: HandleKind[Any], *, reason: str = "closed", **options: Any
+        self,
+        kind: HandleKind[Any],
+        *,
+        reason: str = "closed",
+        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
+        **options: Any,
     ) -> Callable[[F], F]:
         """The handler sees the final state; then the handle closes, at that version.
+
+        As in ``handles.HandleTools.closes``: of concurrent calls one close commits
+        and the others return its result; ``on_commit`` runs only in the one that
+        committed (the place for an effect that must happen once).
 
         A handler that raises, or returns an ``InputRequiredResult`` or an
         ``is_error`` ``CallToolResult``, leaves the handle open.
         """
-        extra = {"reason": reason, "leaves_open": _leaves_open}
+        extra = {"reason": reason, "on_commit": on_commit, "leaves_open": _leaves_open}
         return self._register(verbs.closes, kind, {**options, **extra})
 
     def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:

@@ -48,9 +48,15 @@ def test_a_short_key_names_the_variable_and_place_not_the_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("MY_KEYS", f"{'a' * 32},tooshort")
-    with pytest.raises(ValueError, match=r"^MY_KEYS: key #1 is 8 bytes") as caught:
+    with pytest.raises(ValueError, match=r"^MY_KEYS: key 2 has 8 bytes$") as caught:
         secret_keys_from_environment("MY_KEYS")
     assert "tooshort" not in str(caught.value)
+
+
+def test_a_placeholder_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HANDLES_SECRET", "replace-with-a-real-key-of-32-bytes-or-more")
+    with pytest.raises(ValueError, match=r"^HANDLES_SECRET: key 1 is a placeholder copied from"):
+        secret_keys_from_environment()
 
 
 def test_rotation_newest_last_verifies_the_old_keys_handles(
