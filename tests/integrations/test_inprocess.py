@@ -393,3 +393,34 @@ async def test_an_error_result_writes_nothing_and_leaves_the_handle_open(framewo
         assert json.loads(visited.text) == {"pages": ["a"]}  # "bad" was not written
         assert not (await call("finish", {"tab_id": tab_id})).is_error
         assert (await call("visit", {"tab_id": tab_id, "url": "b"})).is_error
+
+
+async def test_concurrent_closes_commit_once_and_share_the_outcome(framework: str) -> None:
+    import anyio
+
+    manager = HandleManager(MemoryStore(), [TAB], secret_keys=["s" * 32])
+    server, tools = _adapter(framework, manager)
+    tools.lifecycle(TAB)
+    placed: list[Any] = []
+
+    async def place(outcome: Any) -> None:
+        placed.append(outcome)
+
+    @tools.closes(TAB, name="archive", reason="archived", on_commit=place)
+    async def archive(state: Tab) -> dict[str, Any]:
+        """Archive the tab."""
+        await anyio.sleep(0.01)  # both calls read the tab before either closes it
+        return {"pages": state.pages, "order": len(placed) + 1}
+
+    replies: list[Any] = []
+    async with _caller(framework, server) as call:
+        tab_id = (await call("create_tab", {})).structured["tab_id"]
+
+        async def one() -> None:
+            replies.append(await call("archive", {"tab_id": tab_id}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one)
+            group.start_soon(one)
+    assert len(placed) == 1
+    assert [json.loads(r.text) for r in replies] == [placed[0], placed[0]]
