@@ -27,11 +27,13 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import CoroutineType
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
+from .errors import HandleError
 from .handle import Handle
 from .kinds import HandleKind
 from .manager import HandleManager
@@ -39,7 +41,7 @@ from .principal import Principal
 from .server._docstrings import split_docstring
 from .server.content import InputRequired, ToolResult
 from .server.dispatch import Server
-from .server.tools import Tool, ToolFunction
+from .server.tools import X_MCP_HEADER, Tool, ToolFunction
 
 __all__ = ["HandleTools"]
 
@@ -90,7 +92,7 @@ class HandleTools:
                 return await _call(fn, bind(kwargs, handle))
 
             hints = {"readOnlyHint": True, "openWorldHint": False}
-            self._add(read, _signature(fn, kind, with_id=True), fn, hints, options)
+            self._add(read, _signature(fn, kind, with_id=True), fn, hints, options, kind)
             return fn
 
         return register
@@ -127,7 +129,7 @@ class HandleTools:
                 return updated.result
 
             hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
-            self._add(edit, _signature(fn, kind, with_id=True), fn, hints, options)
+            self._add(edit, _signature(fn, kind, with_id=True), fn, hints, options, kind)
             return fn
 
         return register
@@ -156,7 +158,7 @@ class HandleTools:
                 return result
 
             hints = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
-            self._add(close, _signature(fn, kind, with_id=True), fn, hints, options)
+            self._add(close, _signature(fn, kind, with_id=True), fn, hints, options, kind)
             return fn
 
         return register
@@ -185,12 +187,38 @@ class HandleTools:
         fn: ToolFunction,
         hints: dict[str, bool],
         options: dict[str, Any],
+        takes_id: HandleKind[Any] | None = None,
     ) -> None:
         wrapper.__signature__ = signature  # type: ignore[attr-defined]
         wrapper.__doc__ = fn.__doc__
         annotations = {**hints, **options.pop("annotations", {})}
         options.setdefault("name", fn.__name__)
         self.server.add_tool(Tool.from_function(wrapper, annotations=annotations, **options))
+        if takes_id is not None and takes_id.header is not None:
+            self.server.screen_header(takes_id.header, _Screen(self.manager, takes_id))
+
+
+@dataclass(frozen=True, slots=True)
+class _Screen:
+    """Refuses an id in ``Mcp-Param-<header>`` that cannot be the caller's: one HMAC.
+
+    A value with no registered kind's prefix is not an id at all (a mistake, not a
+    forgery): it goes on to the tool, which says what a valid id looks like. The
+    conformance suite requires that such literal values pass the header stage.
+    """
+
+    manager: HandleManager
+    kind: HandleKind[Any]
+
+    def __call__(self, principal: Principal, value: str) -> str | None:
+        head = value.partition("_")[0]
+        if not any(kind.prefix == head for kind in self.manager.kinds):
+            return None
+        try:
+            self.manager.check(principal, self.kind, value)
+        except HandleError as exc:
+            return str(exc)
+        return None
 
 
 class _Failed(Exception):
@@ -284,7 +312,9 @@ def _id_parameter(kind: HandleKind[Any]) -> inspect.Parameter:
         f"The {kind.label} id, exactly as {kind.create_tool} returned it "
         f"(starts with {kind.prefix}_). {kind.lifetime_sentence}"
     )
-    annotation = Annotated[str, Field(description=description, max_length=_MAX_ID_CHARS)]
+    extra: dict[str, Any] | None = None if kind.header is None else {X_MCP_HEADER: kind.header}
+    field = Field(description=description, max_length=_MAX_ID_CHARS, json_schema_extra=extra)
+    annotation = Annotated[str, field]
     return inspect.Parameter(kind.id_param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
 
 
