@@ -19,7 +19,8 @@ MCP reports a failure in one of two ways, and which one decides who reads it:
             ├── QuotaExceeded        "quota_exceeded": too many live handles (.limit)
             └── TransientHandleError retryable: the same call may succeed shortly
                 ├── StorageUnavailable  "store_unavailable": wraps stores.StoreUnavailable
-                └── HandleConflict      "conflict": concurrent changes won every retry
+                ├── HandleConflict      "conflict": concurrent changes won every retry
+                └── LiveCapReached      (handles.live) "live_cap_reached": too many open here
 
 A tool that lets a ``ToolError`` escape sends the model an ``isError`` result with its
 text, never a JSON-RPC error; any other exception becomes an ``isError`` result that

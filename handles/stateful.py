@@ -26,16 +26,18 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import CoroutineType
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from pydantic import BaseModel, Field, create_model
 
 from .errors import HandleError
 from .handle import Handle
 from .kinds import HandleKind
+from .live import Live
 from .manager import HandleManager
 from .principal import Principal
 from .server._docstrings import split_docstring
@@ -53,9 +55,12 @@ _MAX_ID_CHARS = 256
 class HandleTools:
     """Registers tools that create, read, edit, close and list handles."""
 
-    def __init__(self, server: Server, manager: HandleManager) -> None:
+    def __init__(
+        self, server: Server, manager: HandleManager, *, live: Iterable[Live[Any, Any]] = ()
+    ) -> None:
         self.server = server
         self.manager = manager
+        self.live: dict[str, Live[Any, Any]] = {resource.kind.name: resource for resource in live}
 
     def creates(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
         """The handler returns the initial state (or ``None`` for ``kind.model()``).
@@ -66,10 +71,15 @@ class HandleTools:
         created = _created_model(kind)
 
         def register(fn: F) -> F:
+            live = self.live.get(kind.name)
+
             async def create(**kwargs: Any) -> BaseModel:
                 principal = kwargs.pop(_PRINCIPAL)
                 state = await _call(fn, kwargs)
-                handle = await self.manager.create(principal, kind, state)
+                if live is None:
+                    handle = await self.manager.create(principal, kind, state)
+                else:
+                    handle = await _create_live(self.manager, live, principal, kind, state)
                 return created(**{kind.id_param: handle.id, "expires_at": handle.expires_at_iso})
 
             signature = _signature(fn, kind, with_id=False, returns=created)
@@ -84,15 +94,20 @@ class HandleTools:
         """The handler gets a copy of the state; nothing it does to it is saved."""
 
         def register(fn: F) -> F:
-            bind = _Binder(fn, kind)
+            live = self.live.get(kind.name)
+            bind = _Binder(fn, kind, live)
 
             async def read(**kwargs: Any) -> Any:
                 principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
                 handle = await self.manager.get(principal, kind, handle_id)
-                return await _call(fn, bind(kwargs, handle))
+                if live is None:
+                    return await _call(fn, bind(kwargs, handle))
+                resource = await live.acquire(principal.digest, handle)
+                return await _call(fn, bind(kwargs, handle, resource=resource))
 
             hints = {"readOnlyHint": True, "openWorldHint": False}
-            self._add(read, _signature(fn, kind, with_id=True), fn, hints, options, kind)
+            signature = _signature(fn, kind, with_id=True, live=live)
+            self._add(read, signature, fn, hints, options, kind)
             return fn
 
         return register
@@ -106,7 +121,8 @@ class HandleTools:
         """
 
         def register(fn: F) -> F:
-            bind = _Binder(fn, kind)
+            live = self.live.get(kind.name)
+            bind = _Binder(fn, kind, live)
             if bind.handle:
                 raise ValueError(
                     f"{fn.__name__}: an edits handler takes the state ({kind.model.__name__}), "
@@ -115,6 +131,8 @@ class HandleTools:
 
             async def edit(**kwargs: Any) -> Any:
                 principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
+                if live is not None:
+                    return await self._edit_live(live, bind, fn, principal, kind, kwargs)
 
                 async def apply(state: BaseModel) -> Any:
                     result = await _call(fn, bind(kwargs, state=state))
@@ -129,7 +147,8 @@ class HandleTools:
                 return updated.result
 
             hints = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
-            self._add(edit, _signature(fn, kind, with_id=True), fn, hints, options, kind)
+            signature = _signature(fn, kind, with_id=True, live=live)
+            self._add(edit, signature, fn, hints, options, kind)
             return fn
 
         return register
@@ -145,20 +164,27 @@ class HandleTools:
         """
 
         def register(fn: F) -> F:
-            bind = _Binder(fn, kind)
+            live = self.live.get(kind.name)
+            bind = _Binder(fn, kind, live)
 
             async def close(**kwargs: Any) -> Any:
                 principal, handle_id = kwargs.pop(_PRINCIPAL), kwargs[kind.id_param]
                 handle = await self.manager.get(principal, kind, handle_id)
-                result = await _call(fn, bind(kwargs, handle))
+                resource = None
+                if live is not None and bind.resource:
+                    resource = await live.acquire(principal.digest, handle)
+                result = await _call(fn, bind(kwargs, handle, resource=resource))
                 if not _leaves_open(result):
                     await self.manager.close(
                         principal, kind, handle_id, reason=reason, version=handle.version
                     )
+                    if live is not None:
+                        await live.closed(principal.digest, handle_id)
                 return result
 
             hints = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
-            self._add(close, _signature(fn, kind, with_id=True), fn, hints, options, kind)
+            signature = _signature(fn, kind, with_id=True, live=live)
+            self._add(close, signature, fn, hints, options, kind)
             return fn
 
         return register
@@ -179,6 +205,43 @@ class HandleTools:
             return fn
 
         return register
+
+    async def _edit_live(
+        self,
+        live: Live[Any, Any],
+        bind: _Binder,
+        fn: ToolFunction,
+        principal: Principal,
+        kind: HandleKind[Any],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        """An edit with a live object: the handler changes both, ``save`` copies it back.
+
+        If the handler fails, the object may no longer match the stored state, so it
+        is dropped; the next call reopens it from what was stored.
+        """
+        handle_id, owner = kwargs[kind.id_param], principal.digest
+        handle = await self.manager.get(principal, kind, handle_id)
+        resource = await live.acquire(owner, handle)
+
+        async def apply(state: BaseModel) -> Any:
+            result = await _call(fn, bind(kwargs, state=state, resource=resource))
+            if isinstance(result, ToolResult) and result.is_error:
+                raise _Failed(result)
+            await live.save(resource, state)
+            return result
+
+        try:
+            updated = await self.manager.update(principal, kind, handle_id, apply)
+        except _Failed as failed:
+            await live.forget(owner, handle_id)
+            return failed.result
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await live.forget(owner, handle_id)
+            raise
+        live.saw(owner, updated.handle)
+        return updated.result
 
     def _add(
         self,
@@ -229,6 +292,26 @@ class _Failed(Exception):
         self.result = result
 
 
+async def _create_live(
+    manager: HandleManager,
+    live: Live[Any, Any],
+    principal: Principal,
+    kind: HandleKind[Any],
+    state: BaseModel | None,
+) -> Handle[Any]:
+    """Open the object first (``save`` fills the state), then create the handle holding it."""
+    state = kind.model() if state is None else state
+    resource = await live.create(state)
+    try:
+        handle = await manager.create(principal, kind, state)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await live.release(resource, "failed")
+        raise
+    live.adopt(principal.digest, handle, resource)
+    return handle
+
+
 def _leaves_open(result: Any) -> bool:
     """Whether a close handler's result says not to close: it asks for input or failed."""
     return isinstance(result, InputRequired) or (isinstance(result, ToolResult) and result.is_error)
@@ -246,21 +329,29 @@ def _params(fn: ToolFunction) -> dict[str, inspect.Parameter]:
 
 
 class _Binder:
-    """Which handler parameters take the state, the handle, or a tool argument."""
+    """Which handler parameters take the state, the handle, the live object, or an argument."""
 
-    def __init__(self, fn: ToolFunction, kind: HandleKind[Any]) -> None:
+    def __init__(
+        self, fn: ToolFunction, kind: HandleKind[Any], live: Live[Any, Any] | None = None
+    ) -> None:
         params = _params(fn)
         self.state = [n for n, p in params.items() if p.annotation is kind.model]
         self.handle = [n for n, p in params.items() if _is_handle(p.annotation)]
-        self.arguments = [n for n in params if n not in self.state and n not in self.handle]
+        resource = None if live is None else live.resource
+        self.resource = [n for n, p in params.items() if resource and p.annotation is resource]
+        taken = {*self.state, *self.handle, *self.resource}
+        self.arguments = [n for n in params if n not in taken]
 
     def __call__(
         self,
         kwargs: dict[str, Any],
         handle: Handle[Any] | None = None,
         state: BaseModel | None = None,
+        resource: Any = None,
     ) -> dict[str, Any]:
         bound = {name: kwargs[name] for name in self.arguments if name in kwargs}
+        if self.resource:
+            bound.update(dict.fromkeys(self.resource, resource))
         if self.state:
             if state is None and handle is not None:
                 state = handle.state.model_copy(deep=True)
@@ -285,13 +376,16 @@ def _signature(
     with_id: bool,
     returns: Any = inspect.Signature.empty,
     skip: set[str] = frozenset(),  # type: ignore[assignment]
+    live: Live[Any, Any] | None = None,
 ) -> inspect.Signature:
     """The tool's signature: the id parameter first, then the handler's own arguments."""
     signature = inspect.signature(fn, eval_str=True)
+    resource = None if live is None else live.resource
     params = [
         p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
         for p in signature.parameters.values()
         if p.annotation is not kind.model
+        and (resource is None or p.annotation is not resource)
         and not _is_handle(p.annotation)
         and p.name not in skip
         and p.name != kind.id_param
