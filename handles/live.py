@@ -67,7 +67,8 @@ class LiveCapReached(TransientHandleError):
             else f"Retry after an unused one expires ({kind.lifetime.describe(kind.plural)})."
         )
         super().__init__(
-            f"This server already holds {cap} open {kind.plural}, the most it can at once.",
+            f"This server already holds {cap} open {kind.label if cap == 1 else kind.plural}, "
+            "the most it can at once.",
             hint,
         )
         self.cap = cap
