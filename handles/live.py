@@ -93,6 +93,7 @@ class _Entry(Generic[R]):
     resource: R
     version: int
     expires_at: float
+    unsaved: bool = False  # opened for the first time, and ``save`` not yet stored
 
 
 async def _maybe(value: Any) -> Any:
@@ -110,6 +111,11 @@ class Live(Generic[S, R]):
         save: Writes into the state what a faithful reopening needs, after each
             change and at creation (sync or async); ``None`` if the state says it all.
         cap: Objects this process may hold at once.
+        open_on_create: Open the object when the handle is created (the default: a
+            failure to open is reported by the creating tool). ``False`` opens it on
+            the first call instead, on whichever replica a gateway routes that call
+            to by the handle's id, so no object is opened on one replica only to be
+            reopened on another (docs/routing.md).
         reap_every: Seconds between reaper passes (``running``).
         clock: Unix seconds; give the manager's in tests.
     """
@@ -123,12 +129,14 @@ class Live(Generic[S, R]):
         close: Callable[[R], Awaitable[None] | None],
         save: Callable[[R, S], Awaitable[None] | None] | None = None,
         cap: int = 16,
+        open_on_create: bool = True,
         reap_every: float = 1.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if cap < 1:
             raise ValueError(f"a live cap must be at least 1, got {cap!r}")
         self.kind, self.resource, self.cap = kind, resource, cap
+        self.open_on_create = open_on_create
         self._open, self._close, self._save = open, close, save
         self._reap_every, self._clock = reap_every, clock
         self._held: dict[Key, _Entry[R]] = {}
@@ -193,15 +201,20 @@ class Live(Generic[S, R]):
         if entry is not None:
             await self._drop(key, "outdated")
         self._check_cap()
+        first = not self.open_on_create and handle.version == 1
         self._pending += 1
         try:
             resource: R = await _maybe(self._open(handle.state))
-            self._held[key] = _Entry(resource, handle.version, handle.expires_at)
-            self.stats.reopened += 1
+            self._held[key] = _Entry(resource, handle.version, handle.expires_at, first)
+            if first:
+                self.stats.opened += 1
+            else:
+                self.stats.reopened += 1
             _log.info(
-                "%s %s reopened from its stored state (version %d)",
+                "%s %s %s from its stored state (version %d)",
                 self.kind.label,
                 redact(handle.id),
+                "opened" if first else "reopened",
                 handle.version,
             )
         finally:
@@ -218,6 +231,17 @@ class Live(Generic[S, R]):
         entry = self._held.get((owner, handle.id))
         if entry is not None:
             entry.version, entry.expires_at = handle.version, handle.expires_at
+            entry.unsaved = False
+
+    def unsaved(self, owner: str, handle_id: str) -> bool:
+        """Whether the object was opened for the first time and ``save`` is not stored yet.
+
+        Only with ``open_on_create=False``: the first call stores what ``save`` copies
+        (which also marks the handle as opened once, so a later opening elsewhere
+        counts as a reopening).
+        """
+        entry = self._held.get((owner, handle_id))
+        return entry is not None and entry.unsaved
 
     async def forget(self, owner: str, handle_id: str) -> None:
         """The object may no longer match the stored state (a change failed): close it."""

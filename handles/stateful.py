@@ -103,6 +103,8 @@ class HandleTools:
                 if live is None:
                     return await _call(fn, bind(kwargs, handle))
                 resource = await live.acquire(principal.digest, handle)
+                if live.unsaved(principal.digest, handle_id):
+                    handle = await _first_save(self.manager, live, principal, handle, resource)
                 return await _call(fn, bind(kwargs, handle, resource=resource))
 
             hints = {"readOnlyHint": True, "openWorldHint": False}
@@ -301,6 +303,8 @@ async def _create_live(
 ) -> Handle[Any]:
     """Open the object first (``save`` fills the state), then create the handle holding it."""
     state = kind.model() if state is None else state
+    if not live.open_on_create:
+        return await manager.create(principal, kind, state)  # opened on first use
     resource = await live.create(state)
     try:
         handle = await manager.create(principal, kind, state)
@@ -310,6 +314,23 @@ async def _create_live(
         raise
     live.adopt(principal.digest, handle, resource)
     return handle
+
+
+async def _first_save(
+    manager: HandleManager,
+    live: Live[Any, Any],
+    principal: Principal,
+    handle: Handle[Any],
+    resource: Any,
+) -> Handle[Any]:
+    """Store what ``save`` copies from an object just opened for the first time."""
+
+    async def apply(state: BaseModel) -> None:
+        await live.save(resource, state)
+
+    updated = await manager.update(principal, handle.kind, handle.id, apply)
+    live.saw(principal.digest, updated.handle)
+    return updated.handle
 
 
 def _leaves_open(result: Any) -> bool:

@@ -82,7 +82,9 @@ class Replica:
         return result["structuredContent"]
 
 
-def build_replica(store: Store, cap: int = 3, reap_every: float = 0.05) -> Replica:
+def build_replica(
+    store: Store, cap: int = 3, reap_every: float = 0.05, open_on_create: bool = True
+) -> Replica:
     manager = HandleManager(store, [DOC], secret_keys=KEY)
     opened: list[Editor] = []
 
@@ -96,7 +98,14 @@ def build_replica(store: Store, cap: int = 3, reap_every: float = 0.05) -> Repli
         state.saves += 1
 
     live = Live(
-        DOC, Editor, open=open_editor, close=Editor.shut, save=save, cap=cap, reap_every=reap_every
+        DOC,
+        Editor,
+        open=open_editor,
+        close=Editor.shut,
+        save=save,
+        cap=cap,
+        open_on_create=open_on_create,
+        reap_every=reap_every,
     )
     server = Server("docs")
     tools = HandleTools(server, manager, live=[live])
@@ -277,6 +286,27 @@ async def test_a_second_replica_reopens_from_the_stored_state(
         # A second call on the same replica needs no reopening.
         assert await one.ok("show", doc_id=doc) == {"result": "abc"}
         assert one.live.stats.reopened == 1
+
+
+async def test_opened_on_first_use_where_the_first_call_lands(
+    stores: Callable[[], Store],
+) -> None:
+    lazy = {"open_on_create": False}
+    async with (
+        running(build_replica(stores(), **lazy)) as one,
+        running(build_replica(stores(), **lazy)) as two,
+    ):
+        doc = (await one.ok("create_doc", text="t"))["doc_id"]
+        assert one.opened == [] and len(one.live) == 0  # a gateway may route the doc elsewhere
+        assert await two.ok("show", doc_id=doc) == {"result": "t"}
+        assert (two.live.stats.opened, two.live.stats.reopened) == (1, 0)
+        stored = await two.manager.get(ALICE, DOC, doc)
+        assert (stored.version, stored.state.saves) == (2, 1)  # the first call stored save's copy
+        assert await two.ok("show", doc_id=doc) == {"result": "t"}
+        assert two.live.stats.opened == 1 and len(two.opened) == 1
+        # Opened once already: a later opening anywhere is a reopening.
+        assert await one.ok("show", doc_id=doc) == {"result": "t"}
+        assert (one.live.stats.opened, one.live.stats.reopened) == (0, 1)
 
 
 async def test_a_failed_edit_drops_the_object_and_the_next_call_reopens_it(
