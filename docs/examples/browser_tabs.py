@@ -145,7 +145,9 @@ def _view(handle_id: str, state: Tab) -> TabView:
     return TabView(tab_id=handle_id, url=state.url, title=state.title, can_go_back=state.index > 0)
 
 
-def live_tabs(browser: Browser, kind: HandleKind[Tab], cap: int = 8) -> Live[Tab, Page]:
+def live_tabs(
+    browser: Browser, kind: HandleKind[Tab], cap: int = 8, open_on_create: bool = True
+) -> Live[Tab, Page]:
     """Pages behind tab handles, at most ``cap`` open in this process."""
 
     async def open_page(state: Tab) -> Page:
@@ -171,7 +173,15 @@ def live_tabs(browser: Browser, kind: HandleKind[Tab], cap: int = 8) -> Live[Tab
         state.title = await page.title()
         state.cookies = [dict(cookie) for cookie in await page.context.cookies()]
 
-    return Live(kind, Page, open=open_page, close=close_page, save=save, cap=cap)
+    return Live(
+        kind,
+        Page,
+        open=open_page,
+        close=close_page,
+        save=save,
+        cap=cap,
+        open_on_create=open_on_create,
+    )
 
 
 def build(
@@ -181,11 +191,17 @@ def build(
     secret_keys: str | list[str] | None = None,
     idle: float = DEFAULT_IDLE,
     cap: int = 8,
+    open_on_create: bool = True,
 ) -> tuple[Server, Live[Tab, Page]]:
-    """The tab server over ``store``, and its live pages (run them with ``running()``)."""
+    """The tab server over ``store``, and its live pages (run them with ``running()``).
+
+    Behind a gateway that routes on ``Mcp-Param-Tab-Id``, pass ``open_on_create=False``:
+    ``open_tab`` then only checks and stores the URL, and the tab's first call opens
+    the page on the replica the gateway sends that tab to.
+    """
     kind = TAB if idle == DEFAULT_IDLE else tab_kind(idle)
     manager = HandleManager(store, [kind], secret_keys=secret_keys)
-    pages = live_tabs(browser, kind, cap)
+    pages = live_tabs(browser, kind, cap, open_on_create)
     server = Server(
         "browser-tabs",
         instructions="Open a tab with open_tab and pass its tab_id to the other tools.",
@@ -284,7 +300,14 @@ async def _serve(args: argparse.Namespace) -> None:
         store = MemoryStore()
     secret = os.environ.get("HANDLES_SECRET") or None
     async with store, launch_browser(args.chromium) as browser:
-        server, pages = build(browser, store, secret_keys=secret, idle=args.idle, cap=args.cap)
+        server, pages = build(
+            browser,
+            store,
+            secret_keys=secret,
+            idle=args.idle,
+            cap=args.cap,
+            open_on_create=not args.open_on_first_use,
+        )
         async with pages.running():
             await serve_http(server, host=args.host, port=args.port, log_level="warning")
 
@@ -299,6 +322,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--idle", type=float, default=DEFAULT_IDLE, help="seconds")
     parser.add_argument("--cap", type=int, default=8, help="open pages per process")
     parser.add_argument("--chromium", default=CHROMIUM)
+    parser.add_argument(
+        "--open-on-first-use",
+        action="store_true",
+        help="open a tab's page on its first call, not in open_tab (behind a gateway)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     anyio.run(_serve, args)
