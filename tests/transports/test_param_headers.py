@@ -26,6 +26,7 @@ from handles.server.dispatch import Server
 from handles.server.tools import X_MCP_HEADER, Tool
 from handles.stateful import HandleTools
 from handles.transports._param_headers import decode_value
+from handles.transports.auth import StaticTokenVerifier
 from handles.transports.http import http_app
 from stores.memory import MemoryStore
 
@@ -430,3 +431,28 @@ async def test_the_official_client_mirrors_the_handle_and_a_foreign_one_is_refus
         assert refused.is_error
         assert refused.content[0].text.startswith("Mcp-Param-Cart-Id header: Unknown cart")  # type: ignore[union-attr]
         assert setup.events == ["screen", "body"]
+
+
+async def test_with_tokens_the_screen_uses_the_tokens_caller_and_a_bad_token_is_challenged(
+    setup: Setup,
+) -> None:
+    verifier = StaticTokenVerifier({"tok-alice": ALICE, "tok-bob": BOB})
+    app = http_app(setup.server, verifier=verifier, resource_url="http://127.0.0.1:8000/mcp")
+    alices = await _cart(setup, ALICE)
+    call = tool_call("add_sku", {"cart_id": alices, "sku": "MUG"})
+    headers = headers_for("add_sku", **{"cart-id": alices})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http:
+        bob = await http.post(
+            "/mcp", json=call, headers={**headers, "authorization": "Bearer tok-bob"}
+        )
+        text = bob.json()["result"]["content"][0]["text"]
+        assert text.startswith("Mcp-Param-Cart-Id header: Unknown cart")
+        alice = await http.post(
+            "/mcp", json=call, headers={**headers, "authorization": "Bearer tok-alice"}
+        )
+        assert alice.json()["result"]["structuredContent"] == {"result": 1}
+        nobody = await http.post(
+            "/mcp", json=call, headers={**headers, "authorization": "Bearer x"}
+        )
+        assert nobody.status_code == 401 and "www-authenticate" in nobody.headers
