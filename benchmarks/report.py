@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 OURS, OURS_REDIS = "handles", "handles_redis"
+BASE, BASE_REDIS = "base", "base_redis"  # an older commit, when run.sh had BASE=<commit>
 BASELINES = ("floor", "sdk", "fastmcp", "sdk_redis")
 
 Row = dict[str, Any]
@@ -81,12 +82,49 @@ def times(value: float | None, base: float | None, digits: int = 2) -> str:
     return "n/a" if value is None or not base else f"{value / base:.{digits}f}"
 
 
+def against_base(
+    get: Callable[[str, int, str], float | None], starts: dict[str, float | None]
+) -> list[str]:
+    """This commit's ratios next to the base commit's, both measured in this run."""
+    out = [
+        "## Against the base commit (BASE)",
+        "",
+        "| ratio | this commit | base | change |",
+        "|---|---|---|---|",
+    ]
+
+    def row(what: str, ours: float | None, base: float | None) -> None:
+        change = "n/a" if ours is None or not base else f"{(ours / base - 1) * 100:+.1f}%"
+        out.append(f"| {what} | {num(ours, 2)} | {num(base, 2)} | {change} |")
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return None if a is None or not b else a / b
+
+    for window in (1, 32):
+        for ours, base, sdk in ((OURS, BASE, "sdk"), (OURS_REDIS, BASE_REDIS, "sdk_redis")):
+            row(
+                f"{ours}, W={window}: add_item/s vs {sdk}",
+                ratio(get(ours, window, "add"), get(sdk, window, "add")),
+                ratio(get(base, window, "add"), get(sdk, window, "add")),
+            )
+    for ours, base in ((OURS, BASE), (OURS_REDIS, BASE_REDIS)):
+        row(f"{ours}, W=1: server CPU us per call", get(ours, 1, "cpu"), get(base, 1, "cpu"))
+    row(
+        "cold start vs sdk",
+        ratio(starts.get(OURS), starts.get("sdk")),
+        ratio(starts.get(BASE), starts.get("sdk")),
+    )
+    return [*out, ""]
+
+
 def main() -> None:
     folder = Path(sys.argv[1])
     command = sys.argv[2] if len(sys.argv) > 2 else "benchmarks/run.sh"
     work, cold, contention = (load(folder, k) for k in ("workload", "cold", "contention"))
     labels = [
-        lab for lab in (*BASELINES, OURS, OURS_REDIS) if any(r.get("label") == lab for r in work)
+        lab
+        for lab in (*BASELINES, OURS, OURS_REDIS, BASE, BASE_REDIS)
+        if any(r.get("label") == lab for r in work)
     ]
     table = {(lab, w): workload(work, lab, w) for lab in labels for w in (1, 32)}
     starts = {lab: cold_start(cold, lab) for lab in labels}
@@ -170,6 +208,8 @@ def main() -> None:
         "Ratios for the Redis servers are against `sdk_redis`, all others against `sdk`.",
         "",
     ]
+    if BASE in labels:
+        out += against_base(get, starts)
     if contention:
         out += [
             "## Contention (B=4, N=2000, W=32: lost-update stress)",

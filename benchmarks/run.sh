@@ -4,6 +4,7 @@
 #
 #   benchmarks/run.sh                      # the full comparison (about 15 minutes)
 #   REPS=1 N=2000 benchmarks/run.sh        # a quick look
+#   BASE=1b2172e benchmarks/run.sh         # also an older commit, as base / base_redis
 #
 # The baselines (official SDK, FastMCP, SDK + Redis, a stdlib floor) and the driver live
 # in $BENCH (default ../shared/bench); run its setup.sh once. Ours are added to its
@@ -38,12 +39,19 @@ export DRIVER_PY="$HERE/driver.sh"
 "$PY" -m compileall -q "$ROOT/handles" "$ROOT/stores" "$ROOT/example_basket"
 
 SERVE="env PYTHONPATH=$ROOT $PY -m example_basket"
-"$BENCH/run_all.sh" \
-  "handles=$SERVE" \
-  "handles_redis=$SERVE --store redis://127.0.0.1:$REDIS_PORT/0"
+STORE="--store redis://127.0.0.1:$REDIS_PORT/0"
+SERVERS=("handles=$SERVE" "handles_redis=$SERVE $STORE")
+if [ -n "${BASE:-}" ]; then  # the same demo at another commit, from a copy of its tree
+  mkdir -p "$OUT/base"
+  git -C "$ROOT" archive "$BASE" handles stores example_basket | tar -x -C "$OUT/base"
+  "$PY" -m compileall -q "$OUT/base"
+  BASE_SERVE="env PYTHONPATH=$OUT/base $PY -m example_basket"
+  SERVERS+=("base=$BASE_SERVE" "base_redis=$BASE_SERVE $STORE")
+fi
+"$BENCH/run_all.sh" "${SERVERS[@]}"
 
 COMMAND="benchmarks/run.sh"
-for knob in B N REPS WINDOWS COLD; do
+for knob in B N REPS WINDOWS COLD BASE; do
   [ -n "${!knob:-}" ] && COMMAND="$knob=${!knob} $COMMAND"
 done
 # The code measured: COMMIT if given (e.g. for a copy made with git archive), else HEAD.

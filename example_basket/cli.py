@@ -1,7 +1,10 @@
 """The command line: flags, each also read from an environment variable.
 
-Only what the chosen transport and store need is imported, so a stdio server on
-the in-memory store starts fast.
+The settings are declared once, in ``SETTINGS``, and read and checked by
+``example_basket.config``: a bad value in a flag or a variable stops the server
+with one line, and ``--help`` works whatever the environment holds. Only what the
+chosen transport and store need is imported, so a stdio server on the in-memory
+store starts fast.
 """
 
 from __future__ import annotations
@@ -11,7 +14,11 @@ import contextlib
 import gc
 import logging
 import os
-from collections.abc import Sequence
+import platform
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -21,95 +28,279 @@ from handles import Principal, Server
 from stores import MemoryStore, Store
 
 from .app import build_server
+from .config import (
+    ConfigError,
+    Setting,
+    Source,
+    boolean,
+    choice,
+    environment_help,
+    integer,
+    load_settings,
+    seconds,
+    secret_keys,
+    subject,
+)
 from .logs import configure_logging
 
-__all__ = ["HTTP_RATE_LIMIT", "load_tokens", "main", "make_store", "parse_args", "rate_limit"]
+__all__ = [
+    "HTTP_RATE_LIMIT",
+    "SETTINGS",
+    "load_tokens",
+    "main",
+    "make_parser",
+    "make_store",
+    "parse_args",
+    "rate_limit",
+]
 
 logger = logging.getLogger("example_basket")
 
+PROG = "mcp-handles-basket"
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name) or default
+_DESCRIPTION = """\
+The basket demo MCP server: a small shop whose baskets are state handles.
+Serves MCP over stdio by default, Streamable HTTP at /mcp with --http.
+'demo' runs a guided walk-through against a server of its own.
 
+Every flag can also be set by its environment variable; a flag wins over its
+variable, and an empty variable counts as unset."""
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m example_basket",
-        description="The basket demo MCP server (stdio by default). "
-        "Run 'python -m example_basket demo' for a guided walk-through.",
-    )
-    parser.add_argument("command", nargs="?", choices=["serve", "demo"], default="serve")
-    add = parser.add_argument
-    add(
-        "--http",
-        action="store_true",
-        default=_env("BASKET_HTTP", "") not in ("", "0"),
-        help="serve Streamable HTTP at /mcp instead of stdio (BASKET_HTTP=1)",
-    )
-    add("--host", default=_env("BASKET_HOST", "127.0.0.1"), help="HTTP host (BASKET_HOST)")
-    add(
-        "--port", type=int, default=int(_env("BASKET_PORT", "8000")), help="HTTP port (BASKET_PORT)"
-    )
-    add(
-        "--store",
-        default=_env("BASKET_STORE", "memory"),
-        help="'memory', or a redis://, rediss:// or redis+cluster:// URL (BASKET_STORE)",
-    )
-    add(
-        "--basket-idle-ttl",
-        type=float,
-        default=float(_env("BASKET_IDLE_TTL", "1800")),
-        help="seconds a basket lives without use (BASKET_IDLE_TTL)",
-    )
-    add(
-        "--basket-max-ttl",
-        type=float,
-        default=float(_env("BASKET_MAX_TTL", "86400")),
-        help="seconds a basket lives at most (BASKET_MAX_TTL)",
-    )
-    add(
-        "--basket-quota",
-        type=int,
-        default=int(_env("BASKET_QUOTA", "500")),
-        help="open baskets allowed per caller (BASKET_QUOTA)",
-    )
-    add(
-        "--log-level",
-        default=_env("BASKET_LOG_LEVEL", "INFO"),
-        type=str.upper,
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="stderr log level; INFO logs one line per tool call (BASKET_LOG_LEVEL)",
-    )
-    add(
-        "--rate-limit",
-        type=int,
-        default=_optional_int("BASKET_RATE_LIMIT"),
-        help="tool calls per minute per caller, 0 for none (BASKET_RATE_LIMIT); "
-        f"default {HTTP_RATE_LIMIT} over HTTP, none on stdio (one local user)",
-    )
-    add(
-        "--tokens",
-        default=os.environ.get("BASKET_TOKENS"),
-        help="HTTP bearer tokens: a file, or 'token:subject,token:subject' (BASKET_TOKENS)",
-    )
-    add(
-        "--allowed-origins",
-        default=os.environ.get("BASKET_ALLOWED_ORIGINS", ""),
-        help="comma-separated browser origins allowed over HTTP (BASKET_ALLOWED_ORIGINS)",
-    )
-    return parser.parse_args(argv)
+_EPILOG = """\
+environment only (secrets and identities stay out of the process list):
+{environment}
 
+lifetimes:
+  A basket expires --basket-idle-ttl seconds after its last use, or
+  --basket-max-ttl seconds after it was created, whichever comes first; so the
+  idle timeout cannot be longer than the absolute lifetime.
+
+examples:
+  {prog} demo
+  {prog}
+  {prog} --http --port 8000
+  {prog} --http --tokens tok-a:alice,tok-b:bob --store redis://localhost:6379/0
+  HANDLES_SECRET=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))') \\
+    BASKET_STORE=redis://localhost:6379/0 {prog} --http
+"""
 
 HTTP_RATE_LIMIT = 600
 """Tool calls per minute per caller over HTTP unless ``--rate-limit`` says otherwise."""
 
+_STORE_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+_HOST = re.compile(r"[A-Za-z0-9._:%\[\]-]{1,253}")
+_ORIGIN = re.compile(r"https?://[^/\s,]+")
 
-def _optional_int(name: str) -> int | None:
-    value = os.environ.get(name, "")
+
+def _store(text: str) -> str:
+    if text != "memory" and not text.startswith(_STORE_SCHEMES):
+        raise ValueError
+    return text
+
+
+def _host(text: str) -> str:
+    if not _HOST.fullmatch(text):
+        raise ValueError
+    return text
+
+
+def _origins(text: str) -> str:
+    for origin in (o.strip() for o in text.split(",")):
+        if origin and origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ValueError(f"{origin[:60]!r} is not one")
+    return text
+
+
+def _tokens(text: str) -> str:
+    _parse_tokens(text)
+    return text
+
+
+SETTINGS: tuple[Setting[Any], ...] = (
+    Setting(
+        "http",
+        boolean,
+        "1/0, true/false, yes/no or on/off",
+        "serve Streamable HTTP at /mcp instead of stdio",
+        env="BASKET_HTTP",
+        flag="--http",
+        default="0",
+        shown_default="stdio",
+        switch=True,
+    ),
+    Setting(
+        "host",
+        _host,
+        "a host name or an IP address",
+        "HTTP host to bind",
+        env="BASKET_HOST",
+        flag="--host",
+        default="127.0.0.1",
+    ),
+    Setting(
+        "port",
+        integer(1, 65535),
+        "a whole number from 1 to 65535",
+        "HTTP port",
+        env="BASKET_PORT",
+        flag="--port",
+        default="8000",
+    ),
+    Setting(
+        "store",
+        _store,
+        "'memory' or a redis://, rediss://, unix://, redis+cluster:// or rediss+cluster:// URL",
+        "where baskets live: 'memory' or a Redis URL",
+        env="BASKET_STORE",
+        flag="--store",
+        default="memory",
+    ),
+    Setting(
+        "basket_idle_ttl",
+        seconds,
+        "a number of seconds greater than 0",
+        "seconds a basket lives without use",
+        env="BASKET_IDLE_TTL",
+        flag="--basket-idle-ttl",
+        default="1800",
+    ),
+    Setting(
+        "basket_max_ttl",
+        seconds,
+        "a number of seconds greater than 0",
+        "seconds a basket lives at most, counted from its creation",
+        env="BASKET_MAX_TTL",
+        flag="--basket-max-ttl",
+        default="86400",
+    ),
+    Setting(
+        "basket_quota",
+        integer(1),
+        "a whole number, 1 or more",
+        "open baskets allowed per caller",
+        env="BASKET_QUOTA",
+        flag="--basket-quota",
+        default="500",
+    ),
+    Setting(
+        "rate_limit",
+        integer(0),
+        "a whole number, 0 or more",
+        "tool calls per minute per caller, counted in the store; 0 for none",
+        env="BASKET_RATE_LIMIT",
+        flag="--rate-limit",
+        shown_default=f"{HTTP_RATE_LIMIT} over HTTP, none on stdio",
+    ),
+    Setting(
+        "tokens",
+        _tokens,
+        "a file, or 'token:subject' entries separated by commas",
+        "HTTP bearer tokens, each mapped to a caller",
+        env="BASKET_TOKENS",
+        flag="--tokens",
+        secret=True,
+        shown_default="none, so one local caller on 127.0.0.1 only",
+    ),
+    Setting(
+        "allowed_origins",
+        _origins,
+        "comma-separated origins such as https://app.example.com, or *",
+        "browser origins allowed over HTTP, besides loopback pages",
+        env="BASKET_ALLOWED_ORIGINS",
+        flag="--allowed-origins",
+        default="",
+        shown_default="pages on loopback addresses only",
+    ),
+    Setting(
+        "log_level",
+        choice("DEBUG", "INFO", "WARNING", "ERROR"),
+        "DEBUG, INFO, WARNING or ERROR",
+        "stderr log level; INFO logs one line per tool call",
+        env="BASKET_LOG_LEVEL",
+        flag="--log-level",
+        default="INFO",
+    ),
+    Setting(
+        "secret_keys",
+        secret_keys,
+        "comma-separated keys, oldest first, each at least 32 bytes, none a placeholder",
+        "handle signing keys, comma-separated, oldest first; the newest signs",
+        env="HANDLES_SECRET",
+        secret=True,
+        shown_default="an ephemeral key, so handles die with the process",
+    ),
+    Setting(
+        "principal",
+        subject,
+        "1 to 256 characters, no control characters",
+        "who the stdio (and token-less HTTP) caller is",
+        env="HANDLES_PRINCIPAL",
+        shown_default="the OS user name",
+    ),
+)
+"""Every setting of the demo, flags and environment variables alike."""
+
+
+def _lifetime_rule(values: dict[str, Any], sources: dict[str, Source]) -> None:
+    if values["basket_idle_ttl"] > values["basket_max_ttl"]:
+        raise ConfigError(
+            f"the idle timeout ({sources['basket_idle_ttl']}) is longer than the absolute "
+            f"lifetime ({sources['basket_max_ttl']}): a basket's idle timeout cannot be "
+            "longer than its absolute lifetime"
+        )
+
+
+def _prog() -> str:
+    return "python -m example_basket" if sys.argv[0].endswith("__main__.py") else PROG
+
+
+def _version() -> str:
     try:
-        return int(value) if value else None
-    except ValueError:
-        raise SystemExit(f"{name}: expected a whole number, got {value[:20]!r}") from None
+        return version("mcp-handles")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
+
+
+def make_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The parser with the demo's own arguments; ``parse_args`` adds a flag per setting."""
+    prog = prog or _prog()
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=_DESCRIPTION,
+        epilog=_EPILOG.format(prog=prog, environment=environment_help(SETTINGS)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["serve", "demo"],
+        default="serve",
+        help="serve (the default) runs the server; demo walks through it",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"{PROG} {_version()} (Python {platform.python_version()})",
+    )
+    return parser
+
+
+def parse_args(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> argparse.Namespace:
+    """Flags, then environment variables, then defaults; a bad value exits with one line."""
+    parser = make_parser()
+    try:
+        namespace, values, _ = load_settings(
+            SETTINGS,
+            argv,
+            os.environ if environ is None else environ,
+            parser=parser,
+            checks=[_lifetime_rule],
+        )
+    except ConfigError as exc:
+        raise SystemExit(f"{parser.prog}: {exc}") from None
+    return argparse.Namespace(command=namespace.command, **values)
 
 
 def rate_limit(args: argparse.Namespace) -> int:
@@ -132,12 +323,6 @@ def make_store(url: str) -> Store:
     raise SystemExit(f"--store: expected 'memory' or a redis:// URL, got {url[:60]!r}")
 
 
-def _secret_keys() -> list[str] | None:
-    raw = os.environ.get("HANDLES_SECRET", "")
-    keys = [key.strip() for key in raw.split(",") if key.strip()]
-    return keys or None
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     configure_logging("WARNING" if args.command == "demo" else args.log_level)
@@ -155,7 +340,7 @@ async def _serve(args: argparse.Namespace) -> None:
         try:
             server = build_server(
                 store,
-                secret_keys=_secret_keys(),
+                secret_keys=args.secret_keys,
                 idle_ttl=args.basket_idle_ttl,
                 max_ttl=args.basket_max_ttl,
                 quota=args.basket_quota,
@@ -166,7 +351,7 @@ async def _serve(args: argparse.Namespace) -> None:
         # What start-up built (modules, schemas, validators) lives as long as the
         # process: keep it out of the collector's generations, so that collections
         # only walk what serving allocates (the gc docs' advice for long-lived
-        # servers; it took ~15% off add_item's CPU).
+        # servers).
         gc.freeze()
         if args.http:
             await _serve_http(server, args)
@@ -219,6 +404,13 @@ def _is_file(value: str) -> bool:
 
 def load_tokens(value: str | None) -> dict[str, str]:
     """``token:subject`` pairs, comma- or newline-separated, inline or in a file."""
+    try:
+        return _parse_tokens(value)
+    except ValueError as exc:
+        raise SystemExit(f"--tokens: expected 'token:subject' entries, {exc}") from None
+
+
+def _parse_tokens(value: str | None) -> dict[str, str]:
     if not value:
         return {}
     text = Path(value).read_text() if _is_file(value) else value
@@ -227,10 +419,7 @@ def load_tokens(value: str | None) -> dict[str, str]:
         token, sep, subject = entry.strip().partition(":")
         if not entry.strip():
             continue
-        if not sep or not token or not subject:
-            shown = entry.strip()[:4] + "…"
-            raise SystemExit(
-                f"--tokens: expected 'token:subject' entries, got one starting {shown!r}"
-            )
+        if not sep or not token or not subject.strip():
+            raise ValueError(f"got one starting {entry.strip()[:4] + '…'!r}")
         tokens[token] = subject.strip()
     return tokens

@@ -101,7 +101,7 @@ class LineFormatter(logging.Formatter):
     """Writes ``FORMAT`` directly; the date (default format) is rendered once a second.
 
     The output is ``logging.Formatter(FORMAT)``'s, exceptions and stacks included,
-    without its general %-style machinery (15% of a log record, by callgrind).
+    without its general %-style machinery.
     """
 
     _second = -1

@@ -31,6 +31,7 @@ from .errors import TransientHandleError as TransientHandleError
 from .errors import UnknownHandle as UnknownHandle
 from .errors import WrongKind as WrongKind
 from .handle import Handle as Handle
+from .ids import SecretKeys as SecretKeys
 from .kinds import HandleKind as HandleKind
 from .kinds import Lifetime as Lifetime
 from .live import Live as Live
@@ -79,6 +80,7 @@ __all__ = [
     "RateLimited",
     "RateLimiter",
     "ResourceLink",
+    "SecretKeys",
     "Server",
     "StorageUnavailable",
     "TextContent",

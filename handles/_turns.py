@@ -2,6 +2,12 @@
 
 In-process callers that update one handle take turns instead of racing a
 compare-and-set: 200 optimistic contenders would retry quadratically often.
+
+Each key's lock is a ``Turn``: first come, first served, and taking a free turn
+neither allocates nor yields, as ``anyio.Lock(fast_acquire=True)``; only a task that
+has to wait creates an ``anyio.Event``. It is written here because an ``anyio.Lock``
+made per key and held through ``asynccontextmanager`` costs several times as much on
+every edit (``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -12,28 +18,44 @@ from types import TracebackType
 
 import anyio
 
-__all__ = ["Turn", "Turns"]
+__all__ = ["Turns"]
 
 
-class Turn:
-    """A lock and the number of tasks holding or awaiting it.
+class Turns:
+    """Locks by key; a key's lock lives only while some task holds or awaits it.
 
-    The lock is the turn itself (``turn.lock is turn``), first come, first served.
-    Taking a free turn neither allocates nor yields, as ``anyio.Lock(fast_acquire=True)``;
-    only a task that has to wait creates an ``anyio.Event``. On the hot path,
-    where nobody waits, this costs a small fraction of creating an ``anyio.Lock``.
+    Usage::
+
+        async with turns.hold(key):
+            ...
     """
 
-    __slots__ = ("_held", "_waiting", "users")
-
     def __init__(self) -> None:
+        self._turns: dict[Hashable, _Turn] = {}
+
+    def __len__(self) -> int:
+        """The number of keys with a live lock."""
+        return len(self._turns)
+
+    def hold(self, key: Hashable) -> _Turn:
+        """``key``'s lock, to hold for an ``async with`` block, after earlier holders."""
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = self._turns[key] = _Turn(self._turns, key)
+        turn.users += 1
+        return turn
+
+
+class _Turn:
+    """A lock and the number of tasks holding or awaiting it; gone when that is zero."""
+
+    __slots__ = ("_held", "_key", "_turns", "_waiting", "users")
+
+    def __init__(self, turns: dict[Hashable, _Turn], key: Hashable) -> None:
+        self._turns, self._key = turns, key
         self.users = 0
         self._held = False
         self._waiting: deque[anyio.Event] | None = None
-
-    @property
-    def lock(self) -> Turn:
-        return self
 
     async def __aenter__(self) -> None:
         if not self._held:
@@ -50,6 +72,7 @@ class Turn:
                 self._release()
             else:
                 self._waiting.remove(handed)
+            self._leave()
             raise
 
     async def __aexit__(
@@ -59,6 +82,7 @@ class Turn:
         tb: TracebackType | None,
     ) -> None:
         self._release()
+        self._leave()
 
     def _release(self) -> None:
         """Hand the turn to the longest waiter (it stays held), or free it."""
@@ -67,37 +91,7 @@ class Turn:
         else:
             self._held = False
 
-
-class Turns:
-    """Locks by key; a key's lock lives only while some task holds or awaits it.
-
-    Usage::
-
-        turn = turns.enter(key)
-        try:
-            async with turn.lock:
-                ...
-        finally:
-            turns.leave(key, turn)
-    """
-
-    def __init__(self) -> None:
-        self._turns: dict[Hashable, Turn] = {}
-
-    def __len__(self) -> int:
-        """The number of keys with a live lock."""
-        return len(self._turns)
-
-    def enter(self, key: Hashable) -> Turn:
-        """Register interest in ``key``'s lock (creating it) and return it."""
-        turn = self._turns.get(key)
-        if turn is None:
-            turn = self._turns[key] = Turn()
-        turn.users += 1
-        return turn
-
-    def leave(self, key: Hashable, turn: Turn) -> None:
-        """Drop interest in ``key``'s lock; the last one out removes it."""
-        turn.users -= 1
-        if not turn.users:
-            del self._turns[key]
+    def _leave(self) -> None:
+        self.users -= 1
+        if not self.users:
+            del self._turns[self._key]

@@ -8,7 +8,6 @@ the record, so a reader that misses the record always finds the tombstone.
 
 from __future__ import annotations
 
-import inspect
 import random
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 
 from stores.base import Store
 
+from ._awaitables import maybe_await
 from ._guard import Guard, closed_group
 from .errors import HandleConflict, HandleExpired
 from .handle import Handle, Updated
@@ -64,9 +64,7 @@ class Writer:
             if record is None:
                 raise await self._guard.gone(owner, kind, handle_id)
             state = kind.model.model_validate_json(record.value)
-            result = fn(state)
-            if result is not None and inspect.isawaitable(result):
-                result = await result
+            result = await maybe_await(fn(state))
             now = self._clock()
             expires = kind.lifetime.deadline(created, now)
             if expires <= now:

@@ -54,16 +54,23 @@ __all__ = [
     "WrongKind",
 ]
 
-_ECHO_LIMIT = 60
+ECHO_LIMIT = 60
+"""How many characters of a caller's value a message shows."""
 
 AnyKind = HandleKind[Any]
 
 
+def cut(text: str, limit: int = ECHO_LIMIT) -> str:
+    """The first ``limit`` characters of ``text``, and an ellipsis if there were more.
+
+    Every value a caller sent that goes back into a message or a log passes here.
+    """
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
 def echo(value: str) -> str:
     """Quote a caller's value for a message, cut to 60 characters with an ellipsis."""
-    if len(value) > _ECHO_LIMIT:
-        value = f"{value[:_ECHO_LIMIT]}…"
-    return repr(value)
+    return repr(cut(value))
 
 
 class ToolError(Exception):

@@ -17,8 +17,8 @@ handles it signed have expired.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
+import hmac
 import logging
 import re
 import secrets
@@ -26,12 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from itsdangerous.encoding import want_bytes
-from itsdangerous.signer import HMACAlgorithm, Signer
+from itsdangerous.encoding import base64_decode, base64_encode, want_bytes
+from itsdangerous.exc import BadData
+from itsdangerous.signer import Signer
 
+from .errors import cut
 from .kinds import HandleKind
 
-__all__ = ["HandleCodec", "SecretKeys", "TruncatedHMAC", "redact"]
+__all__ = ["HandleCodec", "SecretKeys", "redact"]
 
 _log = logging.getLogger("handles")
 
@@ -42,89 +44,47 @@ _TIME_BYTES, _RANDOM_BYTES, _TAG_BYTES = 4, 16, 12
 _BODY_CHARS, _TAG_CHARS = 27, 16  # base64url, unpadded, of 20 and 12 bytes
 _ALPHABET = re.compile(rf"[A-Za-z0-9_-]{{{_BODY_CHARS + _TAG_CHARS}}}")
 _SALT = "mcp-handles/v1:{name}:{prefix}"
-_TO_STANDARD = bytes.maketrans(b"-_", b"+/")
-_SHA256_BLOCK = 64
-_IPAD = bytes(byte ^ 0x36 for byte in range(256))
-_OPAD = bytes(byte ^ 0x5C for byte in range(256))
-_MAX_CACHED_KEYS = 64
-_MAX_VERIFIED = 8192
 
 
-class TruncatedHMAC(HMACAlgorithm):
-    """HMAC-SHA256 cut to its first ``size`` bytes, still compared in constant time.
+class _Tags:
+    """The tags of one kind: HMAC-SHA256 cut to 12 bytes, under each key of the ring.
 
-    The HMAC is RFC 2104 over ``hashlib.sha256`` with each key's padded inner and
-    outer states computed once: on OpenSSL 3, ``hmac.digest`` costs about three
-    times as much per call.
+    Each key is derived once with itsdangerous's ``Signer`` (HMAC derivation, salted
+    per kind); a tag copies an ``hmac`` object prepared for its key. Tags are
+    base64url without padding, as ``Signer`` writes them, and compared in constant
+    time.
     """
 
-    def __init__(self, size: int = _TAG_BYTES) -> None:
-        super().__init__(hashlib.sha256)
-        self.size = size
-        self._states: dict[bytes, tuple[Any, Any]] = {}
-
-    def get_signature(self, key: bytes, value: bytes) -> bytes:
-        """The first ``size`` bytes of HMAC-SHA256(key, value)."""
-        states = self._states.get(key) or self._prepare(key)
-        inner, outer = states[0].copy(), states[1].copy()
-        inner.update(value)
-        outer.update(inner.digest())
-        tag: bytes = outer.digest()
-        return tag[: self.size]
-
-    def _prepare(self, key: bytes) -> tuple[Any, Any]:
-        if len(self._states) >= _MAX_CACHED_KEYS:
-            self._states.clear()
-        block = hashlib.sha256(key).digest() if len(key) > _SHA256_BLOCK else key
-        block = block.ljust(_SHA256_BLOCK, b"\0")
-        states = (hashlib.sha256(block.translate(_IPAD)), hashlib.sha256(block.translate(_OPAD)))
-        self._states[key] = states
-        return states
-
-
-class _Signer(Signer):
-    """A ``Signer`` that derives each key once, not on every call (the hot path)."""
-
     def __init__(self, secret_keys: list[bytes], salt: str) -> None:
-        super().__init__(
-            secret_keys,
-            salt=salt,
-            key_derivation="hmac",
-            digest_method=hashlib.sha256,
-            algorithm=TruncatedHMAC(),
-        )
-        self._derived: dict[bytes, bytes] = {}
-        for key in self.secret_keys:
-            self._derived[key] = Signer.derive_key(self, key)
+        signer = Signer(secret_keys, salt=salt, key_derivation="hmac", digest_method=hashlib.sha256)
+        derived = [signer.derive_key(key) for key in reversed(signer.secret_keys)]
+        self._newest_first = [hmac.new(key, digestmod=hashlib.sha256) for key in derived]
 
-        self._newest_first = [self._derived[key] for key in reversed(self.secret_keys)]
+    def sign(self, value: str) -> str:
+        """The tag of ``value`` under the newest key."""
+        return base64_encode(_tag(self._newest_first[0], value.encode())).decode()
 
-    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
-        key = self.secret_keys[-1] if secret_key is None else want_bytes(secret_key)
-        return self._derived.get(key) or Signer.derive_key(self, key)
-
-    def verify_signature(self, value: str | bytes, sig: str | bytes) -> bool:
-        """As ``Signer.verify_signature``, with a strict, cheaper base64 decode."""
-        sig = want_bytes(sig)
+    def verify(self, value: str, tag: str) -> bool:
+        """Whether ``tag`` is ``value``'s tag under any key of the ring."""
         try:
-            raw = binascii.a2b_base64(
-                sig.translate(_TO_STANDARD) + b"=" * (-len(sig) % 4), strict_mode=True
-            )
-        except binascii.Error:
+            raw = base64_decode(tag)
+        except BadData:
             return False
-        value = want_bytes(value)
-        verify = self.algorithm.verify_signature
-        for key in self._newest_first:  # noqa: SIM110 - no generator on the hot path
-            if verify(key, value, raw):
-                return True
-        return False
+        data = value.encode()
+        return any(hmac.compare_digest(_tag(mac, data), raw) for mac in self._newest_first)
+
+
+def _tag(prepared: hmac.HMAC, data: bytes) -> bytes:
+    mac = prepared.copy()
+    mac.update(data)
+    return mac.digest()[:_TAG_BYTES]
 
 
 @dataclass(frozen=True, slots=True)
 class _Spec:
     kind: HandleKind[Any]
     head: str
-    signer: _Signer
+    tags: _Tags
 
 
 def _ring(secret_keys: SecretKeys | None) -> list[bytes]:
@@ -150,14 +110,12 @@ def _ring(secret_keys: SecretKeys | None) -> list[bytes]:
 
 
 def _mint_time(body: str) -> int:
-    raw = binascii.a2b_base64(body[:8].encode().translate(_TO_STANDARD))
-    return int.from_bytes(raw[:_TIME_BYTES], "big")
+    return int.from_bytes(base64_decode(body[:8])[:_TIME_BYTES], "big")
 
 
 def redact(handle_id: str) -> str:
     """A handle cut to its prefix and a few characters, quoted, for logs."""
-    head, sep, rest = handle_id[:40].partition("_")
-    return repr(f"{head[:8]}{sep}{rest[:4]}…")
+    return repr(cut(handle_id, 8))
 
 
 class HandleCodec:
@@ -170,23 +128,17 @@ class HandleCodec:
 
     Raises:
         ValueError: A key is too short, the ring is empty, or two kinds clash.
-
-    A verified id is remembered with its owner (up to 8192 of them), so that the
-    next call with the same id and owner is a dict lookup rather than an HMAC:
-    the answer cannot change, as the keys are fixed for the codec's life. Ids that
-    fail are never remembered.
     """
 
     def __init__(self, kinds: Iterable[HandleKind[Any]], secret_keys: SecretKeys | None) -> None:
         keys = _ring(secret_keys)
-        self._verified: dict[tuple[str, str], tuple[str, int]] = {}
         self._by_name: dict[str, _Spec] = {}
         self._by_prefix: dict[str, _Spec] = {}
         for kind in kinds:
             if kind.name in self._by_name or kind.prefix in self._by_prefix:
                 raise ValueError(f"kind {kind.name!r} or prefix {kind.prefix!r} registered twice")
             salt = _SALT.format(name=kind.name, prefix=kind.prefix)
-            spec = _Spec(kind, f"{kind.prefix}_", _Signer(keys, salt))
+            spec = _Spec(kind, f"{kind.prefix}_", _Tags(keys, salt))
             self._by_name[kind.name] = self._by_prefix[kind.prefix] = spec
 
     @property
@@ -199,18 +151,13 @@ class HandleCodec:
         spec = self._spec(kind)
         raw = int(now).to_bytes(_TIME_BYTES, "big") + secrets.token_bytes(_RANDOM_BYTES)
         body = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-        tag = spec.signer.get_signature(body + owner).decode()
+        tag = spec.tags.sign(body + owner)
         handle_id = f"{spec.head}{body}{tag}"
-        self._remember(handle_id, owner, kind.name, int(now))
         return handle_id
 
     def verify(self, kind: HandleKind[Any], handle_id: str, owner: str) -> int | None:
         """The mint time of ``handle_id`` if ``owner`` holds it as a ``kind``, else ``None``."""
         spec = self._spec(kind)
-        known = self._verified.get((handle_id, owner))
-        if known is not None:
-            name, created = known
-            return created if name == kind.name else None
         start = len(spec.head)
         if (
             len(handle_id) != start + _BODY_CHARS + _TAG_CHARS
@@ -219,11 +166,9 @@ class HandleCodec:
         ):
             return None
         body, tag = handle_id[start:-_TAG_CHARS], handle_id[-_TAG_CHARS:]
-        if not spec.signer.verify_signature(body + owner, tag):
+        if not spec.tags.verify(body + owner, tag):
             return None
-        created = _mint_time(body)
-        self._remember(handle_id, owner, kind.name, created)
-        return created
+        return _mint_time(body)
 
     def minted_at(self, handle_id: str) -> int:
         """The mint time of an id already known to be valid (e.g. from a store index)."""
@@ -246,11 +191,6 @@ class HandleCodec:
         if _ALPHABET.fullmatch(handle_id, len(spec.head)) is None:
             return "characters outside base64url"
         return "tag does not verify for this caller (forged, foreign, or an old key)"
-
-    def _remember(self, handle_id: str, owner: str, name: str, created: int) -> None:
-        if len(self._verified) >= _MAX_VERIFIED:
-            self._verified.clear()
-        self._verified[handle_id, owner] = (name, created)
 
     def _spec(self, kind: HandleKind[Any]) -> _Spec:
         spec = self._by_name.get(kind.name)

@@ -30,7 +30,6 @@ reopened here on its next call.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import time
@@ -41,6 +40,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
+from ._awaitables import maybe_await
 from .errors import TransientHandleError
 from .handle import Handle
 from .ids import redact
@@ -94,10 +94,6 @@ class _Entry(Generic[R]):
     version: int
     expires_at: float
     unsaved: bool = False  # opened for the first time, and ``save`` not yet stored
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 class Live(Generic[S, R]):
@@ -160,7 +156,7 @@ class Live(Generic[S, R]):
         self._check_cap()
         self._pending += 1
         try:
-            resource: R = await _maybe(self._open(state))
+            resource: R = await maybe_await(self._open(state))
         finally:
             self._pending -= 1
         try:
@@ -204,7 +200,7 @@ class Live(Generic[S, R]):
         first = not self.open_on_create and handle.version == 1
         self._pending += 1
         try:
-            resource: R = await _maybe(self._open(handle.state))
+            resource: R = await maybe_await(self._open(handle.state))
             self._held[key] = _Entry(resource, handle.version, handle.expires_at, first)
             if first:
                 self.stats.opened += 1
@@ -224,7 +220,7 @@ class Live(Generic[S, R]):
     async def save(self, resource: R, state: S) -> None:
         """Run the ``save`` hook: copy into ``state`` what a reopening needs."""
         if self._save is not None:
-            await _maybe(self._save(resource, state))
+            await maybe_await(self._save(resource, state))
 
     def saw(self, owner: str, handle: Handle[Any]) -> None:
         """Record that the held object now matches ``handle`` (after a write)."""
@@ -313,6 +309,6 @@ class Live(Generic[S, R]):
         self.stats.closed[why] = self.stats.closed.get(why, 0) + 1
         try:
             with anyio.CancelScope(shield=True):
-                await _maybe(self._close(resource))
+                await maybe_await(self._close(resource))
         except Exception:
             _log.exception("closing a live %s failed", self.kind.label)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
+from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
@@ -99,21 +100,23 @@ class HandleManager:
         if not isinstance(state, kind.model):
             raise TypeError(f"a {kind.name} holds {kind.model.__name__}, not {type(state)!r}")
         value, owner = state.model_dump_json().encode(), principal.digest
-        try:
-            while True:
-                now = self._clock()
-                handle_id = self._codec.mint(kind, owner, now)
-                created = int(now)
-                expires = kind.lifetime.deadline(created, now)
-                record = await self._store.create(
-                    owner, kind.name, handle_id, value, expires_at=expires, limit=kind.quota
-                )
-                if record is not None:  # None only if 128 random bits collided
-                    return Handle(handle_id, kind, state, record.version, created, expires)
-        except LimitExceeded as exc:
-            raise QuotaExceeded(kind, exc.limit) from exc
-        except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
+        with _storage_errors(kind):
+            try:
+                return await self._create(owner, kind, state, value)
+            except LimitExceeded as exc:
+                raise QuotaExceeded(kind, exc.limit) from exc
+
+    async def _create(self, owner: str, kind: HandleKind[S], state: S, value: bytes) -> Handle[S]:
+        while True:
+            now = self._clock()
+            handle_id = self._codec.mint(kind, owner, now)
+            created = int(now)
+            expires = kind.lifetime.deadline(created, now)
+            record = await self._store.create(
+                owner, kind.name, handle_id, value, expires_at=expires, limit=kind.quota
+            )
+            if record is not None:  # None only if 128 random bits collided
+                return Handle(handle_id, kind, state, record.version, created, expires)
 
     async def get(self, principal: Principal, kind: HandleKind[S], handle_id: str) -> Handle[S]:
         """Read a handle, renewing its idle lifetime.
@@ -124,12 +127,10 @@ class HandleManager:
         owner, now = principal.digest, self._clock()
         created = self._guard.check(kind, handle_id, owner, now)
         renew = None if kind.lifetime.idle is None else kind.lifetime.deadline(created, now)
-        try:
+        with _storage_errors(kind):
             record = await self._store.get(owner, kind.name, handle_id, renew_until=renew)
             if record is None:
                 raise await self._guard.gone(owner, kind, handle_id)
-        except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
         state = kind.model.model_validate_json(record.value)
         return Handle(handle_id, kind, state, record.version, created, record.expires_at)
 
@@ -163,15 +164,9 @@ class HandleManager:
         """
         owner = principal.digest
         created = self._guard.check(kind, handle_id, owner, self._clock())
-        address = (owner, kind.name, handle_id)
-        turn = self._turns.enter(address)
-        try:
-            async with turn.lock:
+        with _storage_errors(kind):
+            async with self._turns.hold((owner, kind.name, handle_id)):
                 return await self._writer.apply(owner, kind, handle_id, created, fn)
-        except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
-        finally:
-            self._turns.leave(address, turn)
 
     async def close(
         self,
@@ -198,15 +193,9 @@ class HandleManager:
         """
         owner, now = principal.digest, self._clock()
         created = self._guard.check(kind, handle_id, owner, now)
-        address = (owner, kind.name, handle_id)
-        turn = self._turns.enter(address)
-        try:
-            async with turn.lock:
+        with _storage_errors(kind):
+            async with self._turns.hold((owner, kind.name, handle_id)):
                 await self._writer.close(owner, kind, handle_id, created, now, reason, version)
-        except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
-        finally:
-            self._turns.leave(address, turn)
 
     async def list(self, principal: Principal, kind: HandleKind[S]) -> list[Handle[S]]:
         """The caller's live handles of ``kind``, oldest first (no renewal).
@@ -214,10 +203,8 @@ class HandleManager:
         Raises:
             StorageUnavailable: The store could not be reached.
         """
-        try:
+        with _storage_errors(kind):
             records = await self._store.list(principal.digest, kind.name)
-        except StoreUnavailable as exc:
-            raise StorageUnavailable(kind) from exc
         handles = [
             Handle(
                 key,
@@ -231,3 +218,24 @@ class HandleManager:
         ]
         handles.sort(key=lambda handle: (handle.created_at, handle.id))
         return handles
+
+
+class _storage_errors:
+    """Turns the store's ``StoreUnavailable`` into the model's ``StorageUnavailable``."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: HandleKind[Any]) -> None:
+        self.kind = kind
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if isinstance(exc, StoreUnavailable):
+            raise StorageUnavailable(self.kind) from exc

@@ -28,12 +28,12 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import CoroutineType
 from typing import Annotated, Any, TypeVar
 
 import anyio
 from pydantic import BaseModel, Field, create_model
 
+from ._awaitables import maybe_await
 from .errors import HandleError
 from .handle import Handle
 from .kinds import HandleKind
@@ -339,10 +339,7 @@ def _leaves_open(result: Any) -> bool:
 
 
 async def _call(fn: ToolFunction, kwargs: dict[str, Any]) -> Any:
-    result = fn(**kwargs)
-    if type(result) is CoroutineType or inspect.isawaitable(result):
-        return await result
-    return result
+    return await maybe_await(fn(**kwargs))
 
 
 def _params(fn: ToolFunction) -> dict[str, inspect.Parameter]:

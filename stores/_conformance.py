@@ -6,16 +6,12 @@ the contract in ``stores.base``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import anyio
 import anyio.lowlevel
 import pytest
 
+from ._harness import StoreHarness
 from .base import LimitExceeded, Record
-
-if TYPE_CHECKING:
-    from .testing import StoreHarness
 
 OWNER = "owner-a"
 OTHER_OWNER = "owner-b"

@@ -1,11 +1,11 @@
 """``Wire``: one pipelined connection to a Redis server, for ``RedisStore``'s scripts.
 
-redis-py spends about 130 µs of CPU on a command (a pool checkout, a retry wrapper,
-observability hooks, a timer per read); a store call is one ``EVALSHA``, and that
-overhead was most of an ``add_item`` on Redis. Here a command is packed in a few
-lines, written to one asyncio connection and answered, in order, by hiredis's
-parser: concurrent calls share the connection (Redis answers in the order it is
-asked), so nothing waits for a free connection either.
+redis-py does much per command (a pool checkout, a retry wrapper, observability
+hooks, a timer per read); a store call is one ``EVALSHA``, and that overhead was
+most of an ``add_item``'s CPU on Redis (figures in benchmarks/RESULTS.md). Here a
+command is packed in a few lines, written to one asyncio connection and answered,
+in order, by hiredis's parser: concurrent calls share the connection (Redis answers
+in the order it is asked), so nothing waits for a free connection either.
 
 What redis-py's client did for the store, this does too: connect within
 ``connect_timeout``, ``AUTH`` and ``SELECT`` from the URL, a reply within

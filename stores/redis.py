@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from typing import Any
 
 try:
-    from redis.asyncio import Connection, ConnectionPool, Redis
+    from redis.asyncio import BlockingConnectionPool, Redis
     from redis.asyncio.cluster import RedisCluster
     from redis.backoff import NoBackoff
     from redis.commands.core import AsyncScript
@@ -81,9 +81,6 @@ _UNAVAILABLE = (
     OSError,
 )
 
-_KEY_CACHE_SIZE = 4096
-"""``(owner, group)`` pairs whose key strings are kept; the cache empties when full."""
-
 _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 
@@ -104,30 +101,7 @@ def _server_defaults() -> dict[str, Any]:
         "timeout": 5.0,
         "socket_timeout": 2.0,
         "socket_connect_timeout": 1.0,
-        "connection_class": _Connection,  # redis:// only: redis-py picks rediss/unix's
     }
-
-
-class _Connection(Connection):
-    """redis-py's TCP connection, minus a timer task for every command it writes.
-
-    redis-py bounds each write with ``asyncio.wait_for``, which on Python 3.11 starts
-    a task per command: about 110k instructions, an eighth of an ``add_item`` on
-    Redis (callgrind). A command here is a few KB on a connection with nothing else
-    in flight, so the write goes to the socket buffer at once; the answer is still
-    read under ``socket_timeout``, and that read is what bounds a frozen server.
-    Connecting and health checks keep the timeout.
-    """
-
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        if not self.is_connected or self.socket_timeout is None or self.health_check_interval:
-            await super().send_packed_command(command, check_health)
-            return
-        timeout, self.socket_timeout = self.socket_timeout, None
-        try:
-            await super().send_packed_command(command, check_health)
-        finally:
-            self.socket_timeout = timeout
 
 
 def _escape(text: str, specials: str) -> str:
@@ -177,10 +151,7 @@ class RedisStore(Store):
         self._owns_client = False
         self._discovered = not isinstance(client, RedisCluster)
         self._discovering = asyncio.Lock()
-        self._slots: asyncio.Semaphore | None = None  # see from_url
         self._wire: Wire | None = None  # see from_url
-        self._key_cache: dict[tuple[str, str], tuple[str, str]] = {}
-        self._slot_wait = 0.0
         self._create = client.register_script(_redis_lua.CREATE)
         self._get = client.register_script(_redis_lua.GET)
         self._replace = client.register_script(_redis_lua.REPLACE)
@@ -200,15 +171,14 @@ class RedisStore(Store):
         """Build a store that owns its client; ``aclose()`` closes it.
 
         ``redis://``, ``rediss://`` and ``unix://`` URLs give a ``Redis`` client on a
-        pool of at most 64 connections (a call waits up to 5 s for one: the store
-        lets that many calls in at once, cheaper than redis-py's blocking pool)
+        blocking pool of at most 64 connections (a call waits up to 5 s for one)
         that gives up on connecting after 1 s and on an answer after 2 s, so a
         dead or hung Redis costs a caller ``StoreUnavailable`` within about 2 s
         rather than redis-py's 5 s (a script's own work takes milliseconds).
         With ``redis://`` and ``unix://`` and no ``client_kwargs``, the store runs
         its scripts over its own pipelined connection instead, with the same
-        timeouts (``stores._redis_wire``: half the CPU of an ``add_item``), and
-        the ``Redis`` client stays for anything else you do with ``store.client``.
+        timeouts (``stores._redis_wire``), and the ``Redis`` client stays for
+        anything else you do with ``store.client``.
         ``redis+cluster://host:port`` and ``rediss+cluster://`` give a
         ``RedisCluster`` that fails fast while a failover is in progress.
         ``client_kwargs`` override these defaults.
@@ -220,17 +190,12 @@ class RedisStore(Store):
             client = RedisCluster.from_url(f"{_CLUSTER_SCHEMES[scheme]}://{rest}", **kwargs)
         else:
             kwargs = _server_defaults() | client_kwargs
-            wait, size = kwargs.pop("timeout"), kwargs.pop("max_connections")
-            client = Redis.from_pool(ConnectionPool.from_url(url, max_connections=size, **kwargs))
+            client = Redis.from_pool(BlockingConnectionPool.from_url(url, **kwargs))
         store = cls(client, namespace=namespace, clock=clock)
         store._owns_client = True
-        if isinstance(client, RedisCluster):
-            return store
         if scheme in ("redis", "unix") and not client_kwargs:
             connect, reply = kwargs["socket_connect_timeout"], kwargs["socket_timeout"]
             store._wire = Wire(url, connect_timeout=connect, timeout=reply)
-        else:
-            store._slots, store._slot_wait = asyncio.Semaphore(size), wait
         return store
 
     async def aclose(self) -> None:
@@ -313,34 +278,7 @@ class RedisStore(Store):
                 raise _unavailable_error(exc) from exc
         with _unavailable():
             await self._discover()
-            return await self._call(script, keys, args)
-
-    async def _call(
-        self, script: AsyncScript, keys: Sequence[str], args: Sequence[EncodableT]
-    ) -> Any:
-        """Run ``script``, holding one of the pool's connections' worth of slots.
-
-        A store from ``from_url`` lets at most ``max_connections`` calls into its
-        pool, so redis-py's plain pool never runs out; a call waits up to ``timeout``
-        for a slot. redis-py's ``BlockingConnectionPool`` does the same with a
-        condition, a lock and a timer per command: ~75k instructions of an 850k
-        ``add_item`` that makes two calls (callgrind).
-        """
-        slots = self._slots
-        if slots is None:
             return await script(keys=keys, args=args)
-        if slots.locked():
-            try:
-                async with asyncio.timeout(self._slot_wait):
-                    await slots.acquire()
-            except TimeoutError:
-                raise RedisConnectionError("No connection available.") from None
-        else:
-            await slots.acquire()  # a free slot is taken without yielding
-        try:
-            return await script(keys=keys, args=args)
-        finally:
-            slots.release()
 
     @staticmethod
     async def _call_wire(
@@ -370,15 +308,10 @@ class RedisStore(Store):
 
     def _keys(self, owner: str, group: str) -> tuple[str, str]:
         """The record key prefix and the index key of ``(owner, group)``."""
-        keys = self._key_cache.get((owner, group))
-        if keys is None:
-            if len(self._key_cache) >= _KEY_CACHE_SIZE:
-                self._key_cache.clear()
-            # An empty tag would hash the whole key; "%" alone is no escaped string.
-            base = f"{self.namespace}:{{{_escape(owner, '{}') or '%'}}}"
-            escaped = _escape(group, ":")
-            keys = self._key_cache[owner, group] = f"{base}:r:{escaped}:", f"{base}:i:{escaped}"
-        return keys
+        # An empty tag would hash the whole key; "%" alone is no escaped string.
+        base = f"{self.namespace}:{{{_escape(owner, '{}') or '%'}}}"
+        escaped = _escape(group, ":")
+        return f"{base}:r:{escaped}:", f"{base}:i:{escaped}"
 
 
 def _px(expires_at: float, now: float) -> int:

@@ -106,6 +106,11 @@ def _is_unstructured(annotation: Any) -> bool:
     return False
 
 
+def error_result(text: str) -> dict[str, Any]:
+    """The ``isError`` result that shows the model ``text``."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
 def _unstructured(value: Any) -> dict[str, Any]:
     """A value with no declared type: text only, no ``structuredContent``."""
     if value is None:

@@ -14,9 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..errors import cut
+
 __all__ = ["describe_errors", "shorten"]
 
-_MAX_SHOWN = 60
 _MAX_CLAUSES = 5
 _MAX_MESSAGE = 200
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,60}")
@@ -50,13 +51,13 @@ _TEMPLATES: dict[str, str] = {
 }
 
 
-def shorten(value: Any, limit: int = _MAX_SHOWN) -> str:
-    """``value`` as JSON, cut to ``limit`` characters with an ellipsis."""
+def shorten(value: Any) -> str:
+    """``value`` as JSON, cut to 60 characters with an ellipsis (``errors.cut``)."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(text)
 
 
 def describe_errors(error: ValidationError) -> str:

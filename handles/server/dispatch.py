@@ -16,6 +16,7 @@ from typing import Any, Literal, overload
 
 from ..principal import Principal
 from ._listing import ToolPages
+from ._outputs import error_result
 from ._validation import shorten
 from .context import Context, Notify
 from .jsonrpc import (
@@ -315,7 +316,7 @@ class Server:
                 principal.digest[:12],
                 type(exc).__name__,
             )
-            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+            return error_result(str(exc))
         return None
 
 
@@ -330,7 +331,7 @@ def _withheld(result: dict[str, Any], size: int, limit: int) -> dict[str, Any]:
         "so it was withheld. Call the tool again asking for less (a narrower query, a "
         "smaller limit, fewer items)."
     )
-    withheld: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+    withheld = error_result(text)
     if "resultType" in result:
         withheld["resultType"] = "complete"
     if "_meta" in result:
@@ -350,7 +351,7 @@ def _legacy_call_result(result: dict[str, Any]) -> dict[str, Any]:
         "This tool needs to ask the user for input, which needs protocol 2026-07-28; "
         "call it again with the confirmation in its arguments instead."
     )
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    return error_result(text)
 
 
 def _not_found(method: str, era: Era) -> ProtocolError:

@@ -25,6 +25,7 @@ __all__ = [
     "PARSE_ERROR",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "ProtocolError",
+    "as_id",
     "dumps",
     "encode",
     "error_response",
@@ -88,7 +89,7 @@ def encode(value: Any) -> str:
 def dumps(message: Any) -> bytes:
     """Compact UTF-8 JSON with no embedded newline, as stdio framing needs.
 
-    orjson writes it (a tool result in about a tenth of the stdlib encoder's time).
+    orjson writes it (much faster than the stdlib encoder; see benchmarks/RESULTS.md).
     What orjson refuses, the stdlib writes: keys that are not strings (made
     strings), integers beyond 64 bits, and lone surrogates. A client can send one
     of those (as a ``\\ud800`` escape) and errors echo what clients send: such a
@@ -180,10 +181,8 @@ def _check_envelope(message: Message) -> None:
         raise _invalid(message, 'Invalid Request: "jsonrpc" must be "2.0"')
     if not isinstance(message.get("method"), str):
         raise _invalid(message, 'Invalid Request: "method" must be a string')
-    if "id" in message:
-        id = message["id"]
-        if isinstance(id, bool) or not isinstance(id, str | int):
-            raise _invalid(message, 'Invalid Request: "id" must be a string or an integer')
+    if "id" in message and as_id(message["id"]) is None:
+        raise _invalid(message, 'Invalid Request: "id" must be a string or an integer')
     params = message.setdefault("params", {})
     if params is None:
         message["params"] = {}
@@ -197,8 +196,13 @@ def _invalid(message: Message, text: str) -> ProtocolError:
 
 def request_id(message: Any) -> Id | None:
     """The id to echo in an error about ``message``, when one can be read."""
-    if isinstance(message, dict):
-        id = message.get("id")
-        if isinstance(id, str | int) and not isinstance(id, bool):
-            return id
-    return None
+    return as_id(message.get("id")) if isinstance(message, dict) else None
+
+
+def as_id(value: Any) -> Id | None:
+    """``value`` if it can be a JSON-RPC id (a string or an integer, not a bool), else ``None``.
+
+    Progress tokens and the ``requestId`` of a cancellation follow the same rule;
+    ``True`` is never taken for ``1``.
+    """
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None

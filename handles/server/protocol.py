@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ProtocolError
+from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ProtocolError, as_id
 
 __all__ = [
     "LATEST_LEGACY_VERSION",
@@ -87,5 +87,4 @@ def unsupported_version(requested: Any) -> ProtocolError:
 
 
 def _progress_token(meta: dict[str, Any]) -> str | int | None:
-    token = meta.get("progressToken")
-    return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+    return as_id(meta.get("progressToken"))

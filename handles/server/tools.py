@@ -19,10 +19,11 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from .._awaitables import maybe_await
 from ..errors import ToolError
 from ..principal import Principal
 from ._docstrings import split_docstring
-from ._outputs import Output, output_for
+from ._outputs import Output, error_result, output_for
 from ._validation import describe_errors
 from .content import Content, InputRequired, ToolResult
 from .context import Context
@@ -106,7 +107,7 @@ class Tool:
         try:
             parsed = self.arguments.__pydantic_validator__.validate_python(arguments)
         except ValidationError as exc:
-            return _error(f"Input validation error in {self.name}: {describe_errors(exc)}.")
+            return error_result(f"Input validation error in {self.name}: {describe_errors(exc)}.")
         values = parsed.__dict__
         renamed = self.renamed
         kwargs = {renamed.get(k, k): v for k, v in values.items()} if renamed else dict(values)
@@ -116,12 +117,12 @@ class Tool:
             value = await self.fn(**kwargs) if self.is_async else await self._run(kwargs)
             return self._convert(value)
         except ToolError as exc:
-            return _error(str(exc))
+            return error_result(str(exc))
         except ProtocolError:
             raise  # a JSON-RPC error the tool chose (-32021, -32602): Server.handle sends it
         except Exception:
             logger.exception("tool %s failed", self.name)
-            return _error(
+            return error_result(
                 f"{self.name} failed because of an internal error in the server. "
                 "The details are in the server's log; try again later."
             )
@@ -129,8 +130,7 @@ class Tool:
     async def _run(self, kwargs: dict[str, Any]) -> Any:
         if self.in_thread:
             return await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
-        result = self.fn(**kwargs)
-        return await result if inspect.isawaitable(result) else result
+        return await maybe_await(self.fn(**kwargs))
 
     def _convert(self, value: Any) -> dict[str, Any]:
         if isinstance(value, ToolResult | InputRequired):
@@ -138,10 +138,6 @@ class Tool:
         if isinstance(value, Content):
             return {"content": [value.to_wire()], "isError": False}
         return self.output.to_wire(value)
-
-
-def _error(text: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 def param_headers(tool: str, schema: dict[str, Any]) -> dict[str, tuple[str, str]]:

@@ -23,6 +23,7 @@ from ..server.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     Message,
     ProtocolError,
+    request_id,
 )
 from ..server.protocol import (
     CLIENT_CAPABILITIES,
@@ -205,14 +206,9 @@ def status_for(response: Message, era: Era) -> int:
 
 
 def _mismatch(message: Message, text: str) -> ProtocolError:
-    return ProtocolError(HEADER_MISMATCH, f"Header mismatch: {text}", id=_id(message))
+    return ProtocolError(HEADER_MISMATCH, f"Header mismatch: {text}", id=request_id(message))
 
 
 def _with_id(error: ProtocolError, message: Message) -> ProtocolError:
-    error.id = _id(message)
+    error.id = request_id(message)
     return error
-
-
-def _id(message: Message) -> str | int | None:
-    id = message.get("id")
-    return id if isinstance(id, str | int) else None

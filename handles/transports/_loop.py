@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..server.dispatch import Connection, Server
-from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
+from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, as_id, error_response, parse
 
 __all__ = ["DEFAULT_MAX_CONCURRENCY", "TooLong", "asyncio_loop", "serve_messages"]
 
@@ -41,37 +41,11 @@ def asyncio_loop() -> asyncio.AbstractEventLoop | None:
     return loop if current_async_library() == "asyncio" else None
 
 
-class _Wakeup:
-    """An idle worker's ``anyio.Event``, on asyncio as a bare future.
-
-    ``anyio.Event`` wraps ``asyncio.Event``, which makes a future per wait (and on
-    Python 3.11 looks the loop up with a ``getpid()`` system call): about a tenth of
-    a small request at one call in flight. Cancelling the waiting task cancels the
-    future, as with any asyncio await.
-    """
-
-    __slots__ = ("_future",)
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._future: asyncio.Future[None] = loop.create_future()
-
-    def set(self) -> None:
-        if not self._future.done():
-            self._future.set_result(None)
-
-    async def wait(self) -> None:
-        await self._future
-
-
 class TooLong:
     """Marks an incoming message that was dropped for exceeding the size limit."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-
-
-Deliver = Callable[[bytes], bool]
-"""Takes one incoming line at once if it can (see ``serve_messages``)."""
 
 
 async def serve_messages(
@@ -81,21 +55,10 @@ async def serve_messages(
     send: Send,
     *,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    direct: Callable[[Deliver], None] | None = None,
 ) -> None:
-    """Serve until ``incoming`` ends; then let in-flight requests finish (bounded).
-
-    A transport whose reads arrive in callbacks can pass ``direct``: it is called
-    once with a function that takes a line there and then (a request while the
-    queue has room, a notification) and returns ``True``, or returns ``False`` and
-    leaves the line to ``incoming``, which must then yield it, and every line after
-    it until it has caught up, so that order is kept. That spares each read a hop
-    through the reader task.
-    """
+    """Serve until ``incoming`` ends; then let in-flight requests finish (bounded)."""
     async with anyio.create_task_group() as tg:
         loop = _Loop(server, connection, send, max_concurrency, tg)
-        if direct is not None:
-            direct(loop.receive_nowait)
         async for data in incoming:
             await loop.receive(data)
         loop.close()
@@ -105,16 +68,14 @@ async def serve_messages(
 class _Loop:
     """Runs requests on worker tasks that are started as needed and then reused.
 
-    A task per request costs more than a typical request (``start_soon`` is about
-    50 µs on asyncio); a worker that finds more requests queued goes straight on to
-    the next one. Only one worker at a time is on its way (woken or started, not yet
-    running): each worker, as it takes a request, makes sure another is coming for
-    the rest. Requests that never wait (an in-memory store) then run back to back on
-    one worker, without a wake-up each; requests that wait (Redis) still each get a
-    worker as soon as the one before them waits. At most ``limit`` requests run at
-    once and up to ``limit * QUEUE_FACTOR`` more wait in order; only when that queue
-    is full does the reader wait. Until then it keeps reading, so a
-    ``notifications/cancelled`` behind busy requests still arrives.
+    A task per request costs more than a typical request; a worker that finds more requests
+    queued goes straight on to the next one. Only one worker at a time is on its way (woken or
+    started, not yet running): each worker, as it takes a request, makes sure another is coming
+    for the rest. Requests that never wait (an in-memory store) then run back to back on one
+    worker, without a wake-up each; requests that wait (Redis) still each get a worker as soon
+    as the one before them waits. At most ``limit`` requests run at once and up to ``limit *
+    QUEUE_FACTOR`` more wait in order; only when that queue is full does the reader wait. Until
+    then it keeps reading, so a ``notifications/cancelled`` behind busy requests still arrives.
     """
 
     def __init__(
@@ -129,32 +90,9 @@ class _Loop:
         self.in_flight: dict[Any, anyio.CancelScope] = {}
         self.workers = 0
         self.coming = False  # a worker is woken or started and has not yet looked
-        self.idle: list[anyio.Event | _Wakeup] = []  # one per worker waiting for a request
+        self.idle: list[anyio.Event] = []  # one per worker waiting for a request
         self.space: anyio.Event | None = None  # set when the reader may go on
         self.closing = False
-        # What an idle worker waits on: a bare future on asyncio (see _Wakeup), else
-        # the running backend's Event class (anyio.Event() looks the backend up on
-        # every call).
-        loop = asyncio_loop()
-        self.new_event: Callable[[], anyio.Event | _Wakeup] = (
-            type(anyio.Event()) if loop is None else lambda: _Wakeup(loop)
-        )
-
-    def receive_nowait(self, data: bytes) -> bool:
-        """``receive`` if it needs no waiting and sends nothing, else ``False``."""
-        try:
-            message = parse(data)
-        except ProtocolError:
-            return False  # ``receive`` parses it again and sends the error
-        if "id" not in message:
-            if message["method"] == "notifications/cancelled":
-                self._cancel(message["params"].get("requestId"))
-            return True
-        if len(self.queue) >= self.max_queued:
-            return False
-        self.queue.append(message)
-        self._call_worker()
-        return True
 
     async def receive(self, data: bytes | TooLong) -> None:
         if isinstance(data, TooLong):
@@ -227,7 +165,7 @@ class _Loop:
         return False  # the scope caught its own cancellation
 
     async def _idle(self) -> None:
-        event = self.new_event()
+        event = anyio.Event()
         self.idle.append(event)
         try:
             await event.wait()
@@ -252,8 +190,9 @@ class _Loop:
             self.space.set()
             self.space = None
 
-    def _cancel(self, id: Any) -> None:
-        if not isinstance(id, str | int):
+    def _cancel(self, requested: Any) -> None:
+        id = as_id(requested)
+        if id is None:
             return
         scope = self.in_flight.get(id)
         if scope is not None:

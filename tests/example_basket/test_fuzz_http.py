@@ -37,7 +37,7 @@ from tests.fuzzing import (
 )
 from tests.transports.http_support import serving
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TOKEN = "fuzz-token-a"
 BASE = "http://127.0.0.1:8000"
 STATUSES = {200, 202, 400, 401, 403, 404, 405, 406, 413}

@@ -42,7 +42,7 @@ from tests.fuzzing import (
     fuzz_settings,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 10.0
 """Upper bound for the replies to one frame (a bound, not a timing assertion)."""

@@ -46,7 +46,7 @@ def test_the_default_depends_on_the_transport(
 
 def test_a_bad_environment_value_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BASKET_RATE_LIMIT", "lots")
-    with pytest.raises(SystemExit, match="BASKET_RATE_LIMIT: expected a whole number"):
+    with pytest.raises(SystemExit, match=r"BASKET_RATE_LIMIT='lots': expected a whole number"):
         parse_args([])
 
 

@@ -28,6 +28,7 @@ from handles.manager import HandleManager
 from handles.principal import Principal
 from handles.server.dispatch import Connection, Server
 from stores.memory import MemoryStore
+from stores.testing import ManualClock
 from tests.handles.support import (
     ALICE,
     BASKET,
@@ -35,9 +36,9 @@ from tests.handles.support import (
     CART,
     KEY,
     KINDS,
+    T0,
     Basket,
     CountingStore,
-    FakeClock,
     make_env,
 )
 
@@ -210,7 +211,7 @@ def test_expired_handles_are_always_refused(
 
 async def _check_lifetime(lifetime: Lifetime, uses: list[tuple[str, float]]) -> None:
     kind = HandleKind("basket", "bsk", Basket, lifetime)
-    clock = FakeClock()
+    clock = ManualClock(T0)
     store = CountingStore(MemoryStore(clock=clock))
     manager = HandleManager(store, [kind], secret_keys=KEY, clock=clock)
     handle = await manager.create(ALICE, kind)

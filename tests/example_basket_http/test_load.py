@@ -11,7 +11,7 @@ import pytest
 
 from tests.redis_fixtures import require
 
-pytestmark = pytest.mark.redis
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 

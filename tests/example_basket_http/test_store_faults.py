@@ -36,7 +36,7 @@ from tests.redis_fixtures import RedisServer, free_ports, running_redis_server
 
 from .support import demo_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.redis]
+pytestmark = [pytest.mark.anyio, pytest.mark.redis, pytest.mark.slow]
 TOKEN = "tok-faults"
 ENV = {"BASKET_TOKENS": f"{TOKEN}:alice"}
 CALL_BOUND = 5.0

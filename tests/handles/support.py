@@ -15,6 +15,7 @@ from handles.manager import HandleManager
 from handles.principal import Principal
 from stores.base import Record, Store, StoreUnavailable
 from stores.memory import MemoryStore
+from stores.testing import ManualClock
 
 
 class Basket(BaseModel):
@@ -41,19 +42,6 @@ KINDS: list[HandleKind[Any]] = [BASKET, CART, TICKET]
 ALICE = Principal("alice", issuer="https://id.example")
 BOB = Principal("bob", issuer="https://id.example")
 KEY = b"k" * 32
-
-
-class FakeClock:
-    """Unix seconds that move only when told to."""
-
-    def __init__(self, start: float = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class CountingStore(Store):
@@ -127,14 +115,14 @@ class FailingStore(CountingStore):
 
 @dataclass
 class Env:
-    clock: FakeClock
+    clock: ManualClock
     store: CountingStore
     manager: HandleManager
 
 
 def make_env(store_type: type[CountingStore] = CountingStore, **options: Any) -> Env:
     """A manager over a counting ``MemoryStore``, all on one fake clock."""
-    clock = FakeClock()
+    clock = ManualClock(T0)
     store = store_type(MemoryStore(clock=clock))
     manager = HandleManager(store, KINDS, secret_keys=KEY, clock=clock, **options)
     return Env(clock, store, manager)

@@ -2,16 +2,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import logging
-import os
 import re
 
 import pytest
 from itsdangerous import Signer
+from itsdangerous.signer import HMACAlgorithm
 from pydantic import BaseModel
 
-from handles.ids import HandleCodec, TruncatedHMAC, redact
+from handles.ids import HandleCodec, redact
 from handles.kinds import HandleKind, Lifetime
 from handles.principal import Principal
 
@@ -169,24 +168,21 @@ def test_an_unregistered_kind_is_a_programming_error() -> None:
         codec.mint(CART, ALICE, NOW)
 
 
-@pytest.mark.parametrize("key_size", [0, 1, 32, 64, 65, 200])
-def test_truncated_hmac_is_hmac_sha256(key_size: int) -> None:
-    algorithm = TruncatedHMAC()
-    for _ in range(3):
-        key, value = os.urandom(key_size), os.urandom(70)
-        expected = hmac.digest(key, value, "sha256")[:12]
-        assert algorithm.get_signature(key, value) == expected
-        assert algorithm.verify_signature(key, value, expected)
-        assert not algorithm.verify_signature(key, value, bytes(12))
+class Truncated(HMACAlgorithm):
+    """HMAC-SHA256 cut to 12 bytes, as itsdangerous users would write it."""
+
+    def get_signature(self, key: bytes, value: bytes) -> bytes:
+        return super().get_signature(key, value)[:12]
 
 
 def test_tags_match_a_plain_itsdangerous_signer(codec: HandleCodec) -> None:
+    """So ids minted before and after a change of the tag code verify alike."""
     plain = Signer(
         KEY,
         salt="mcp-handles/v1:basket:bsk",
         key_derivation="hmac",
         digest_method=hashlib.sha256,
-        algorithm=TruncatedHMAC(),
+        algorithm=Truncated(hashlib.sha256),
     )
     handle_id = codec.mint(BASKET, ALICE, NOW)
     body, tag = handle_id[4:31], handle_id[31:]

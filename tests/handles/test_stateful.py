@@ -29,6 +29,7 @@ from handles import (
 )
 from handles.transports import MemoryClient, connect_memory
 from stores import MemoryStore, Record, StoreUnavailable
+from stores.testing import ManualClock
 
 from . import txn_example
 
@@ -68,14 +69,6 @@ TALLY = HandleKind(
     close_tool="finish_tally",
 )
 NOTE = HandleKind("note", "note", Note, Lifetime(absolute=60))
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FlakyStore(MemoryStore):
@@ -122,7 +115,7 @@ class Gate:
 @dataclass
 class App:
     server: Server
-    clock: FakeClock
+    clock: ManualClock
     store: FlakyStore
     gate: Gate
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -161,7 +154,7 @@ def error(text: str) -> dict[str, Any]:
 
 
 def build() -> App:
-    clock, gate = FakeClock(), Gate()
+    clock, gate = ManualClock(T0), Gate()
     store = FlakyStore(clock=clock)
     manager = HandleManager(store, [TALLY, NOTE], secret_keys=KEY, clock=clock)
     server = Server("tallies")

@@ -17,7 +17,8 @@ from handles.server.ratelimit import RateLimit, RateLimited, RateLimiter
 from handles.server.tools import ToolError
 from stores.memory import MemoryStore
 from stores.redis import RedisStore
-from tests.handles.support import ALICE, BOB, CountingStore, FailingStore, FakeClock
+from stores.testing import ManualClock
+from tests.handles.support import ALICE, BOB, T0, CountingStore, FailingStore
 from tests.redis_fixtures import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -30,10 +31,10 @@ TOO_MANY = re.compile(
 
 def limiter(
     limit: RateLimit | None = THREE_PER_MINUTE,
-    clock: FakeClock | None = None,
+    clock: ManualClock | None = None,
     **per_tool: RateLimit,
-) -> tuple[RateLimiter, FakeClock]:
-    clock = clock or FakeClock()
+) -> tuple[RateLimiter, ManualClock]:
+    clock = clock or ManualClock(T0)
     return RateLimiter(MemoryStore(clock=clock), limit, per_tool=per_tool, clock=clock), clock
 
 
@@ -134,14 +135,14 @@ async def test_callers_windows_do_not_all_reset_at_once() -> None:
 
 
 async def test_an_unreachable_store_refuses_the_call() -> None:
-    clock = FakeClock()
+    clock = ManualClock(T0)
     limit = RateLimiter(FailingStore(MemoryStore(clock=clock)), RateLimit(3), clock=clock)
     with pytest.raises(ToolError, match=r"could not check its rate limit .* Retry it in a few"):
         await limit.check(ALICE, "t")
 
 
 async def test_replicas_sharing_a_store_share_the_count() -> None:
-    clock = FakeClock()
+    clock = ManualClock(T0)
     store = MemoryStore(clock=clock)
     replicas = [RateLimiter(store, RateLimit(10), clock=clock) for _ in range(3)]
     admitted_calls = 0
@@ -163,7 +164,7 @@ async def test_replicas_sharing_a_store_share_the_count() -> None:
 @pytest.mark.redis
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # redis.asyncio runs on asyncio only
 async def test_replicas_on_one_redis_share_the_count(redis_server: RedisServer) -> None:
-    namespace, clock = f"limit-{uuid.uuid4().hex}", FakeClock()
+    namespace, clock = f"limit-{uuid.uuid4().hex}", ManualClock(T0)
     url = redis_server.url
     stores = [RedisStore.from_url(url, namespace=namespace, clock=clock) for _ in range(2)]
     replicas = [RateLimiter(store, RateLimit(25), clock=clock) for store in stores]

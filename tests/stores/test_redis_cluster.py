@@ -12,7 +12,7 @@ from stores import StoreUnavailable
 from stores.redis import RedisStore
 from tests.redis_fixtures import RedisCluster, running_redis_cluster
 
-pytestmark = [pytest.mark.anyio, pytest.mark.redis]
+pytestmark = [pytest.mark.anyio, pytest.mark.redis, pytest.mark.slow]
 
 OWNER, GROUP, NAMESPACE = "owner-a", "basket", "failover"
 KEYS = [f"k{number}" for number in range(5)]
