@@ -8,8 +8,10 @@ parsing JSON. Two steps here, both pure functions of the request:
 * ``screen``, before the body is read: a header whose name has a screen (a handle
   kind registers one: one HMAC, no store access) and whose value the screen refuses
   decides the call's answer there and then: the screen's text as its ``isError``
-  result. The body is still drained (keep-alive needs it) and parsed for its id,
-  but its arguments are not validated and no tool runs.
+  result, the same text the tool would give (the model never sees headers: its
+  client writes them from the arguments). The body is still drained (keep-alive
+  needs it) and parsed for its id, but its arguments are not validated and no
+  tool runs.
 * ``check``, once the body is parsed: for the called tool, each declared header is
   present exactly when its argument is, and its value, with the ``=?base64?…?=``
   sentinel decoded (anything else is literal), equals the argument as the client
@@ -86,7 +88,7 @@ def screen(server: Server, principal: Principal, raw: Iterable[tuple[bytes, byte
             continue
         refusal = guard(principal, value)
         if refusal is not None:
-            return f"{_display(name)} header: {refusal}"
+            return refusal
     return None
 
 
@@ -162,10 +164,6 @@ def _matches(kind: str, decoded: str | None, rendered: str) -> bool:
         and rendered.lstrip("-").isdigit()
         and int(whole) == int(rendered)
     )
-
-
-def _display(lower: str) -> str:
-    return "Mcp-Param-" + lower[len(_PREFIX) :].title()
 
 
 def _shown(value: str) -> str:

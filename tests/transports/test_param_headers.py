@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.inbound import find_invalid_x_mcp_header
 from pydantic import BaseModel, Field
 
+from handles.errors import HandleError, UnknownHandle, WrongKind
 from handles.kinds import HandleKind, Lifetime
 from handles.manager import HandleManager
 from handles.principal import Principal
@@ -355,16 +356,17 @@ async def test_the_callers_own_handle_passes_the_screen_and_the_call_runs(
 async def test_a_bad_handle_in_the_header_is_refused_before_the_body_without_the_store(
     setup: Setup, which: str
 ) -> None:
+    says: HandleError
     if which == "foreign":
         handle_id = await _cart(setup, BOB)
-        says = f"Mcp-Param-Cart-Id header: Unknown cart '{handle_id}'"
+        says = UnknownHandle(CART, handle_id)
     elif which == "forged":
         real = await _cart(setup, ALICE)
         handle_id = real[:-1] + ("A" if real[-1] != "A" else "B")
-        says = "Mcp-Param-Cart-Id header: Unknown cart"
+        says = UnknownHandle(CART, handle_id)
     else:
         handle_id = (await setup.manager.create(ALICE, NOTE)).id
-        says = "Mcp-Param-Cart-Id header: "
+        says = WrongKind(CART, NOTE, handle_id)
     before = dict(setup.store.calls)
     setup.events.clear()
     async with setup.client(ALICE) as alice:
@@ -377,11 +379,11 @@ async def test_a_bad_handle_in_the_header_is_refused_before_the_body_without_the
     result = reply.json()["result"]
     assert result["isError"] is True
     text = result["content"][0]["text"]
-    assert text.startswith(says), text
+    assert text == str(says)  # the tool's own words: the model never sees the header
     assert "create_cart" in text or "list_carts" in text  # what to do next
     if which == "wrong kind":
         assert "is a note id, not a cart id" in text
-    assert setup.events == ["screen", "body"]
+    assert setup.events == ["screen", "body"]  # decided from the header, before the body
     assert dict(setup.store.calls) == before  # no store access at all
 
 
@@ -429,7 +431,7 @@ async def test_the_official_client_mirrors_the_handle_and_a_foreign_one_is_refus
         setup.events.clear()
         refused = await client.call_tool("add_sku", {"cart_id": bobs, "sku": "MUG"})
         assert refused.is_error
-        assert refused.content[0].text.startswith("Mcp-Param-Cart-Id header: Unknown cart")  # type: ignore[union-attr]
+        assert refused.content[0].text == str(UnknownHandle(CART, bobs))  # type: ignore[union-attr]
         assert setup.events == ["screen", "body"]
 
 
@@ -443,11 +445,12 @@ async def test_with_tokens_the_screen_uses_the_tokens_caller_and_a_bad_token_is_
     headers = headers_for("add_sku", **{"cart-id": alices})
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http:
+        setup.events.clear()
         bob = await http.post(
             "/mcp", json=call, headers={**headers, "authorization": "Bearer tok-bob"}
         )
-        text = bob.json()["result"]["content"][0]["text"]
-        assert text.startswith("Mcp-Param-Cart-Id header: Unknown cart")
+        assert bob.json()["result"]["content"][0]["text"] == str(UnknownHandle(CART, alices))
+        assert setup.events == ["screen"]  # screened as bob, the token's caller
         alice = await http.post(
             "/mcp", json=call, headers={**headers, "authorization": "Bearer tok-alice"}
         )
