@@ -106,6 +106,7 @@ class Live(Generic[S, R]):
         close: Releases one (sync or async); errors are logged, never raised.
         save: Writes into the state what a faithful reopening needs, after each
             change and at creation (sync or async); ``None`` if the state says it all.
+            It should only copy from the object: run twice, it writes the same.
         cap: Objects this process may hold at once.
         open_on_create: Open the object when the handle is created (the default: a
             failure to open is reported by the creating tool). ``False`` opens it on
@@ -242,6 +243,27 @@ class Live(Generic[S, R]):
     async def forget(self, owner: str, handle_id: str) -> None:
         """The object may no longer match the stored state (a change failed): close it."""
         await self._drop((owner, handle_id), "failed")
+
+    async def failed(self, owner: str, handle: Handle[Any]) -> None:
+        """A change failed: keep the object only if ``save`` still reads ``handle``'s state.
+
+        A change that failed before it touched the object (a refused argument) leaves
+        it as the stored state describes it, so there is nothing to reopen. Without a
+        ``save`` hook that cannot be told, and the object is closed.
+        """
+        entry = self._held.get((owner, handle.id))
+        if entry is None:
+            return
+        if self._save is not None:
+            copy = handle.state.model_copy(deep=True)
+            try:
+                await self.save(entry.resource, copy)
+            except Exception:
+                _log.debug("save failed after a failed change; closing the object")
+            else:
+                if copy == handle.state:
+                    return
+        await self._drop((owner, handle.id), "failed")
 
     async def release(self, resource: R, why: str) -> None:
         """Close an object that is not held (one ``create`` opened for a failed creation)."""

@@ -219,8 +219,8 @@ class HandleTools:
     ) -> Any:
         """An edit with a live object: the handler changes both, ``save`` copies it back.
 
-        If the handler fails, the object may no longer match the stored state, so it
-        is dropped; the next call reopens it from what was stored.
+        If the handler fails and the object no longer matches the stored state (as
+        ``save`` reads it), it is dropped; the next call reopens it from what was stored.
         """
         handle_id, owner = kwargs[kind.id_param], principal.digest
         handle = await self.manager.get(principal, kind, handle_id)
@@ -236,9 +236,12 @@ class HandleTools:
         try:
             updated = await self.manager.update(principal, kind, handle_id, apply)
         except _Failed as failed:
-            await live.forget(owner, handle_id)
+            await live.failed(owner, handle)
             return failed.result
-        except BaseException:
+        except Exception:
+            await live.failed(owner, handle)
+            raise
+        except BaseException:  # cancelled mid-change: nothing can be told
             with anyio.CancelScope(shield=True):
                 await live.forget(owner, handle_id)
             raise

@@ -19,7 +19,16 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from handles import Handle, HandleKind, HandleManager, HandleTools, Lifetime, Principal, Server
+from handles import (
+    Handle,
+    HandleKind,
+    HandleManager,
+    HandleTools,
+    Lifetime,
+    Principal,
+    Server,
+    ToolError,
+)
 from handles.live import Live, LiveCapReached
 from handles.transports import MemoryClient, connect_memory
 from stores import MemoryStore
@@ -35,7 +44,7 @@ IDLE = 1.0  # seconds: short, so the expiry tests wait briefly on the real clock
 
 class Doc(BaseModel):
     text: str = ""
-    saves: int = 0
+    length: int = 0  # written only by save: shows that save's copy was stored
 
 
 class Editor:
@@ -95,7 +104,7 @@ def build_replica(
 
     def save(editor: Editor, state: Doc) -> None:
         state.text = editor.text
-        state.saves += 1
+        state.length = len(editor.text)
 
     live = Live(
         DOC,
@@ -126,6 +135,11 @@ def build_replica(
         """Type, then fail: nothing is stored, and the editor no longer matches."""
         editor.text += words
         raise RuntimeError("the keyboard broke")
+
+    @tools.edits(DOC)
+    def refuse_typing(state: Doc, editor: Editor, words: str) -> str:
+        """Refuse before touching the editor: it still matches the stored state."""
+        raise ToolError(f"Refused to type {words!r}.")
 
     @tools.reads(DOC)
     def show(editor: Editor) -> str:
@@ -190,7 +204,7 @@ async def test_create_opens_and_saves_then_handlers_get_the_live_object(
         assert await one.ok("show", doc_id=doc) == {"result": "hi there"}
         assert len(one.opened) == 1  # the same editor every time
         stored = await one.manager.get(ALICE, DOC, doc)
-        assert stored.state == Doc(text="hi there", saves=2)  # saved at creation and after the edit
+        assert stored.state == Doc(text="hi there", length=8)  # save ran after the edit
         assert one.live.stats.opened == 1 and one.live.stats.reopened == 0
 
 
@@ -288,6 +302,18 @@ async def test_a_second_replica_reopens_from_the_stored_state(
         assert one.live.stats.reopened == 1
 
 
+async def test_a_refused_edit_that_left_the_object_alone_keeps_it(
+    stores: Callable[[], Store],
+) -> None:
+    async with running(build_replica(stores())) as one:
+        doc = (await one.ok("create_doc", text="same"))["doc_id"]
+        refused = await one.call("refuse_typing", doc_id=doc, words="x")
+        assert refused["content"][0]["text"] == "Refused to type 'x'."
+        assert not one.opened[0].closed and one.live.stats.closed == {}
+        assert await one.ok("show", doc_id=doc) == {"result": "same"}
+        assert one.live.stats.reopened == 0
+
+
 async def test_opened_on_first_use_where_the_first_call_lands(
     stores: Callable[[], Store],
 ) -> None:
@@ -301,7 +327,7 @@ async def test_opened_on_first_use_where_the_first_call_lands(
         assert await two.ok("show", doc_id=doc) == {"result": "t"}
         assert (two.live.stats.opened, two.live.stats.reopened) == (1, 0)
         stored = await two.manager.get(ALICE, DOC, doc)
-        assert (stored.version, stored.state.saves) == (2, 1)  # the first call stored save's copy
+        assert (stored.version, stored.state.length) == (2, 1)  # the first call stored save's copy
         assert await two.ok("show", doc_id=doc) == {"result": "t"}
         assert two.live.stats.opened == 1 and len(two.opened) == 1
         # Opened once already: a later opening anywhere is a reopening.
