@@ -39,7 +39,9 @@ SKUS = list(CATALOG)
 
 def _call(id: int, name: str, arguments: dict[str, object]) -> bytes:
     params = {"name": name, "arguments": arguments}
-    return json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}
+    ).encode()
 
 
 async def main(calls: int) -> None:

@@ -137,7 +137,7 @@ def build_server(
     """
     kind = basket_kind(idle_ttl, max_ttl, quota)
     limiter = RateLimiter(store, RateLimit(rate_limit, 60)) if rate_limit else None
-    server = Server("example-basket", "0.1.0", instructions=_INSTRUCTIONS, rate_limit=limiter)
+    server = Server("example-basket", instructions=_INSTRUCTIONS, rate_limit=limiter)
     tools = HandleTools(server, HandleManager(store, [kind], secret_keys=secret_keys))
 
     @server.tool(annotations={"readOnlyHint": True, "openWorldHint": False})

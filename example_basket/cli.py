@@ -221,6 +221,18 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default="INFO",
     ),
     Setting(
+        "tuned",
+        boolean,
+        "1/0, true/false, yes/no or on/off",
+        "tune for benchmarks: batched log writes, no source lookups in log records, "
+        "start-up objects frozen out of the garbage collector",
+        env="BASKET_TUNED",
+        flag="--tuned",
+        default="0",
+        shown_default="off",
+        switch=True,
+    ),
+    Setting(
         "secret_keys",
         secret_keys,
         "comma-separated keys, oldest first, each at least 32 bytes, none a placeholder",
@@ -325,7 +337,7 @@ def make_store(url: str) -> Store:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    configure_logging("WARNING" if args.command == "demo" else args.log_level)
+    configure_logging("WARNING" if args.command == "demo" else args.log_level, tuned=args.tuned)
     if args.command == "demo":
         from .demo import run_demo
 
@@ -348,11 +360,12 @@ async def _serve(args: argparse.Namespace) -> None:
             )
         except ValueError as exc:
             raise SystemExit(f"example_basket: {exc}") from None
-        # What start-up built (modules, schemas, validators) lives as long as the
-        # process: keep it out of the collector's generations, so that collections
-        # only walk what serving allocates (the gc docs' advice for long-lived
-        # servers).
-        gc.freeze()
+        if args.tuned:
+            # What start-up built (modules, schemas, validators) lives as long as the
+            # process: keep it out of the collector's generations, so that collections
+            # only walk what serving allocates (the gc docs' advice for long-lived
+            # servers).
+            gc.freeze()
         if args.http:
             await _serve_http(server, args)
         else:

@@ -29,8 +29,17 @@ MAX_BUFFER = 64 * 1024
 """Buffered characters that make the handler write at once."""
 
 
-def configure_logging(level: str) -> None:
-    """Log records at ``level`` and above to stderr, through ``BufferedHandler``."""
+def configure_logging(level: str, *, tuned: bool = False) -> None:
+    """Log records at ``level`` and above to stderr, in ``FORMAT``.
+
+    ``tuned`` (the demo's ``--tuned``, for benchmarks) writes lines in batches through
+    ``BufferedHandler`` with ``LineFormatter``, and stops logging from looking up each
+    record's source line, thread and process; otherwise this is plain
+    ``logging.basicConfig``.
+    """
+    if not tuned:
+        logging.basicConfig(level=level, format=FORMAT, stream=sys.stderr)
+        return
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     logging._srcfile = None
     handler = BufferedHandler(sys.stderr)

@@ -42,6 +42,7 @@ SecretKeys = str | bytes | Sequence[str | bytes]
 MIN_SECRET_BYTES = 32
 _TIME_BYTES, _RANDOM_BYTES, _TAG_BYTES = 4, 16, 12
 _BODY_CHARS, _TAG_CHARS = 27, 16  # base64url, unpadded, of 20 and 12 bytes
+_MAX_VERIFIED = 8192
 _ALPHABET = re.compile(rf"[A-Za-z0-9_-]{{{_BODY_CHARS + _TAG_CHARS}}}")
 _SALT = "mcp-handles/v1:{name}:{prefix}"
 
@@ -128,10 +129,16 @@ class HandleCodec:
 
     Raises:
         ValueError: A key is too short, the ring is empty, or two kinds clash.
+
+    A verified id is remembered with its owner (up to 8192 of them), so the next call
+    with the same id and owner is a dict lookup rather than an HMAC: the answer cannot
+    change, as the keys are fixed for the codec's life. Ids that fail are never
+    remembered.
     """
 
     def __init__(self, kinds: Iterable[HandleKind[Any]], secret_keys: SecretKeys | None) -> None:
         keys = _ring(secret_keys)
+        self._verified: dict[tuple[str, str], tuple[str, int]] = {}
         self._by_name: dict[str, _Spec] = {}
         self._by_prefix: dict[str, _Spec] = {}
         for kind in kinds:
@@ -153,11 +160,16 @@ class HandleCodec:
         body = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
         tag = spec.tags.sign(body + owner)
         handle_id = f"{spec.head}{body}{tag}"
+        self._remember(handle_id, owner, kind.name, int(now))
         return handle_id
 
     def verify(self, kind: HandleKind[Any], handle_id: str, owner: str) -> int | None:
         """The mint time of ``handle_id`` if ``owner`` holds it as a ``kind``, else ``None``."""
         spec = self._spec(kind)
+        known = self._verified.get((handle_id, owner))
+        if known is not None:
+            name, created = known
+            return created if name == kind.name else None
         start = len(spec.head)
         if (
             len(handle_id) != start + _BODY_CHARS + _TAG_CHARS
@@ -168,7 +180,9 @@ class HandleCodec:
         body, tag = handle_id[start:-_TAG_CHARS], handle_id[-_TAG_CHARS:]
         if not spec.tags.verify(body + owner, tag):
             return None
-        return _mint_time(body)
+        created = _mint_time(body)
+        self._remember(handle_id, owner, kind.name, created)
+        return created
 
     def minted_at(self, handle_id: str) -> int:
         """The mint time of an id already known to be valid (e.g. from a store index)."""
@@ -191,6 +205,11 @@ class HandleCodec:
         if _ALPHABET.fullmatch(handle_id, len(spec.head)) is None:
             return "characters outside base64url"
         return "tag does not verify for this caller (forged, foreign, or an old key)"
+
+    def _remember(self, handle_id: str, owner: str, name: str, created: int) -> None:
+        if len(self._verified) >= _MAX_VERIFIED:
+            self._verified.clear()
+        self._verified[handle_id, owner] = (name, created)
 
     def _spec(self, kind: HandleKind[Any]) -> _Spec:
         spec = self._by_name.get(kind.name)

@@ -28,6 +28,7 @@ from redis.retry import Retry
 
 from stores._redis_wire import _Protocol
 from stores.redis import RedisStore
+from tests.listening import listens
 
 __all__ = [
     "RedisCluster",
@@ -76,16 +77,34 @@ class RedisCluster:
         return f"redis+cluster://127.0.0.1:{self.nodes[0].port}"
 
     def primary_for(self, key: str) -> RedisServer:
-        """The node that currently serves ``key``'s slot."""
-        for node in self.nodes:
-            if node.process.poll() is None:
-                slots = node.client().cluster("SLOTS")
-                break
+        """The node that serves ``key``'s slot, as the first living node sees it.
+
+        Right after a failover the nodes learn of the promotion one by one: use
+        ``wait_for_new_primary`` to know that the whole cluster agrees.
+        """
+        living = next(node for node in self.nodes if node.process.poll() is None)
+        port = self._primary_port_seen_by(living, key)
+        if port is None:
+            raise LookupError(f"{key!r} is not served (as node {living.port} sees it)")
+        return next(node for node in self.nodes if node.port == port)
+
+    def wait_for_new_primary(self, key: str, old: RedisServer) -> RedisServer:
+        """Block until every living node names one primary for ``key``, and not ``old``."""
+        living = [node for node in self.nodes if node is not old and node.process.poll() is None]
+
+        def agreed() -> bool:
+            seen = {self._primary_port_seen_by(node, key) for node in living}
+            return len(seen) == 1 and seen != {None} and seen != {old.port}
+
+        _wait_until(agreed, f"every node to agree on a new primary for {key!r}", *living)
+        return self.primary_for(key)
+
+    def _primary_port_seen_by(self, node: RedisServer, key: str) -> int | None:
         slot = redis.crc.key_slot(key.encode())
-        for start, end, primary, *_ in slots:
+        for start, end, primary, *_ in node.client().cluster("SLOTS"):
             if start <= slot <= end:
-                return next(n for n in self.nodes if n.port == int(primary[1]))
-        raise LookupError(f"slot {slot} is not served")
+                return int(primary[1])
+        return None
 
     def wait_for_replicas(self, primary: RedisServer) -> None:
         """Block until ``primary``'s replicas have every write it has acknowledged."""
@@ -99,6 +118,10 @@ class RedisCluster:
             return all(int(info["slave_repl_offset"]) >= offset for info in infos)
 
         _wait_until(caught_up, "the replicas to catch up", primary, *servers)
+
+
+class ServerExited(RuntimeError):
+    """A redis-server process ended while a fixture waited for it."""
 
 
 def require(binary: str) -> str:
@@ -130,7 +153,14 @@ def running_redis_server(
     with ExitStack() as stack:
         if directory is None:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-")))
-        server = _start(binary, directory, port or free_ports(1)[0], args)
+        for attempt in range(3):
+            try:
+                server = _start(binary, directory, port or free_ports(1)[0], args)
+                break
+            except ServerExited:
+                if port is not None or attempt == 2:
+                    raise  # a port given is not ours to change
+                # Another process took the free port first: try another.
         stack.callback(server.kill)
         yield server
 
@@ -141,11 +171,16 @@ def _start(binary: str, directory: Path, port: int, args: tuple[str, ...]) -> Re
     command += ["--appendonly", "no", "--dir", str(directory), "--logfile", str(log), *args]
     server = RedisServer(port, subprocess.Popen(command, stdin=subprocess.DEVNULL), log)
     try:
-        _wait_until(lambda: _pings(server), f"redis-server on port {port} to answer", server)
+        _wait_until(lambda: _answers(server), f"redis-server on port {port} to answer", server)
     except BaseException:
         server.kill()
         raise
     return server
+
+
+def _answers(server: RedisServer) -> bool:
+    """It listens on its port (not another process that took the port) and answers."""
+    return listens(server.process.pid, server.port) and _pings(server)
 
 
 def _pings(server: RedisServer) -> bool:
@@ -163,7 +198,7 @@ def _wait_until(ready: Callable[[], bool], what: str, *servers: RedisServer) -> 
     while not ready():
         for server in servers:
             if server.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited: {server.log.read_text()[-2000:]}")
+                raise ServerExited(f"redis-server exited: {server.log.read_text()[-2000:]}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"gave up waiting for {what}")
         time.sleep(0.05)

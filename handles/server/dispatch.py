@@ -78,7 +78,8 @@ class Server:
 
     Args:
         name: The server's name, in ``serverInfo``.
-        version: The server's version, in ``serverInfo``.
+        version: The server's version, in ``serverInfo``; set your own (the default is
+            the mcp-handles version).
         instructions: Guidance for the model, sent at discovery and initialization.
         page_size: Tools per ``tools/list`` page.
         list_ttl_ms: How long clients may cache ``tools/list`` (modern era).
@@ -93,7 +94,7 @@ class Server:
     def __init__(
         self,
         name: str,
-        version: str = "0.1.0",
+        version: str | None = None,
         *,
         instructions: str | None = None,
         page_size: int = 100,
@@ -102,7 +103,7 @@ class Server:
         rate_limit: RateLimiter | None = None,
         max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
-        self.info: dict[str, Any] = {"name": name, "version": version}
+        self.info: dict[str, Any] = {"name": name, "version": version or _package_version()}
         self.rate_limit = rate_limit
         self.max_result_bytes = max_result_bytes
         self.instructions = instructions
@@ -370,3 +371,12 @@ def _log_call(name: str, principal: Principal, result: dict[str, Any], seconds: 
         outcome,
         seconds * 1000,
     )
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp-handles")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"

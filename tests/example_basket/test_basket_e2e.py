@@ -17,6 +17,8 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
+import handles
+
 from .support import (
     BASKET_ID,
     HANDLE_CALLS,
@@ -42,7 +44,9 @@ TOOLS = [
     "checkout",
     "close_basket",
 ]
-SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "example-basket", "version": "0.1.0"}}
+SERVER_INFO = {
+    "io.modelcontextprotocol/serverInfo": {"name": "example-basket", "version": handles.__version__}
+}
 MUG = {"sku": "MUG-24", "name": "Travel mug", "unit_price": 19.9}
 CUP = {"sku": "CUP-01", "name": "Espresso cup", "unit_price": 6.5}
 CAPPUCCINO = {"sku": "CUP-02", "name": "Cappuccino cup", "unit_price": 8.0}

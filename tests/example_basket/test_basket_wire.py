@@ -14,11 +14,15 @@ from typing import Any
 
 import pytest
 
+import handles
+
 from .support import MODERN_META, RawServer, raw_server, server_env
 
 pytestmark = pytest.mark.anyio
 
-SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "example-basket", "version": "0.1.0"}}
+SERVER_INFO = {
+    "io.modelcontextprotocol/serverInfo": {"name": "example-basket", "version": handles.__version__}
+}
 ELICITING_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "hand-written", "version": "1.0"},

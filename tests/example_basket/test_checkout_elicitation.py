@@ -18,11 +18,15 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.types import CallToolResult, ElicitRequestParams, ElicitResult, InputRequiredResult
 
+import handles
+
 from .support import closed, connect, ok, refused, server_params
 
 pytestmark = pytest.mark.anyio
 
-SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "example-basket", "version": "0.1.0"}}
+SERVER_INFO = {
+    "io.modelcontextprotocol/serverInfo": {"name": "example-basket", "version": handles.__version__}
+}
 SCHEMA = {
     "type": "object",
     "properties": {"confirm": {"type": "boolean", "title": "Place the order"}},

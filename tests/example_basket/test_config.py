@@ -36,6 +36,7 @@ BAD_VALUES = [
     ),
     ("BASKET_ALLOWED_ORIGINS", "app.example.com", "'app.example.com'", "comma-separated origins"),
     ("BASKET_LOG_LEVEL", "loud", "'loud'", "DEBUG, INFO, WARNING or ERROR"),
+    ("BASKET_TUNED", "fast", "'fast'", "1/0, true/false, yes/no or on/off"),
     ("HANDLES_SECRET", "too-short", "'too-…' (9 characters)", "each at least 32 bytes"),
     ("HANDLES_SECRET", PLACEHOLDER_SECRET, "'repl…' (47 characters)", "none a placeholder"),
     ("HANDLES_PRINCIPAL", "alice\nroot", "'alice\\nroot'", "1 to 256 characters"),

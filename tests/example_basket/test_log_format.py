@@ -148,3 +148,19 @@ def test_a_timer_left_on_a_finished_loop_does_not_hold_lines_back() -> None:
     assert stream.getvalue() == ""
     asyncio.run(log_and_leave("second", 0.2))
     assert stream.getvalue() == "INFO first\nINFO second\n"
+
+
+@pytest.mark.parametrize(
+    ("tuned", "expected"), [(False, "StreamHandler False"), (True, "BufferedHandler True")]
+)
+def test_only_the_tuned_demo_buffers_its_log(tuned: bool, expected: str) -> None:
+    """The example logs as any server would; --tuned (the benchmark's) batches and trims."""
+    code = (
+        "import logging; from example_basket.logs import configure_logging; "
+        f"configure_logging('INFO', tuned={tuned}); "
+        "print(type(logging.root.handlers[0]).__name__, logging._srcfile is None)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    assert out.split() == expected.split()

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
+from mcp.types import TextContent
 
 from example_basket.app import build_server
 from example_basket.cli import HTTP_RATE_LIMIT, load_tokens, parse_args, rate_limit
+from handles import RateLimiter
 from handles.principal import Principal
 from handles.server.dispatch import Connection, Server
 from stores.memory import MemoryStore
 
-from .support import SECRET, connect, ok, refused, server_params
+from .support import SECRET, connect, ok, server_params
+from .support import call as call_over
 
 pytestmark = pytest.mark.anyio
 ALICE, BOB = Principal("alice"), Principal("bob")
@@ -63,7 +67,12 @@ async def call(server: Server, principal: Principal, tool: str, **arguments: Any
 
 
 async def test_every_tool_counts_per_caller() -> None:
-    server = build_server(MemoryStore(), secret_keys=SECRET, rate_limit=3)
+    # One instant throughout: on the real clock a fixed window could end between two
+    # calls and reset the count (the limiter and its store must share the clock).
+    now = time.time()
+    server = build_server(MemoryStore(clock=lambda: now), secret_keys=SECRET, rate_limit=3)
+    assert isinstance(server.rate_limit, RateLimiter)
+    server.rate_limit._clock = lambda: now
     created = await call(server, ALICE, "create_basket")
     basket_id = created["structuredContent"]["basket_id"]
     assert not (await call(server, ALICE, "search_catalog", query="mug"))["isError"]
@@ -86,7 +95,13 @@ async def test_the_flag_over_stdio_with_the_official_client() -> None:
     async with connect(params) as client:
         for _ in range(3):
             await ok(client, "search_catalog", query="cup")
-        assert TOO_MANY.fullmatch(await refused(client, "search_catalog", query="cup"))
+        # The server counts in fixed one-minute windows of the real clock. Should one
+        # end between these calls, the next window admits three more: of four more
+        # calls, one is refused whenever the windows turn.
+        more = [await call_over(client, "search_catalog", query="cup") for _ in range(4)]
+    refusals = [result.content[0] for result in more if result.is_error]
+    assert refusals, "the limit never refused a call"
+    assert all(isinstance(r, TextContent) and TOO_MANY.fullmatch(r.text) for r in refusals)
 
 
 def test_a_long_inline_token_list_is_not_taken_for_a_file_name() -> None:

@@ -26,6 +26,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.listening import listens
+
 from ..example_basket.support import WAIT as WAIT
 from ..example_basket.support import call as call
 from ..example_basket.support import ok as ok
@@ -135,18 +137,18 @@ def _free_port() -> int:
 
 
 def _wait_until_listening(server: DemoServer) -> bool:
-    """True once the port accepts connections; False if the process exited first."""
+    """True once the process listens on its port; False if it exited first.
+
+    Listening is asked of the kernel (``tests.listening``): a connect alone succeeds
+    also when another process took the port, and then the test would talk to it.
+    """
     deadline = time.monotonic() + WAIT
     while server.process.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
-            return True
-        except OSError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the demo server did not listen:\n{server.log_tail()}"
-                ) from None
-            time.sleep(0.05)
+        if listens(server.process.pid, server.port):
+            return True  # connections queue in its backlog from now on
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the demo server did not listen:\n{server.log_tail()}")
+        time.sleep(0.05)
     return False
 
 

@@ -21,4 +21,6 @@ def test_a_short_load_run_has_no_errors_and_no_lost_updates() -> None:
     run = subprocess.run([*command, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=50)
     report = json.loads(run.stdout)
     assert (report["errors"], report["lost_updates"]) == (0, 0), report
-    assert report["calls"] > 100 and report["baskets"] >= 16 and run.returncode == 0
+    # How many calls fit in 3 s depends on the machine; that every client got a basket
+    # and calls went beyond creating baskets (so the lost-update check saw adds) does not.
+    assert report["calls"] > report["baskets"] >= 16 and run.returncode == 0

@@ -46,7 +46,7 @@ def battery(basket_id: str) -> list[bytes]:
     def call(name: str, meta: dict[str, Any] | None = None, **arguments: Any) -> bytes:
         return frame(name, arguments, meta)
 
-    forged = basket_id[:-3] + "AAA"
+    forged = basket_id[:-3] + ("AAA" if not basket_id.endswith("AAA") else "BBB")
     return [
         b"{",
         b"\xff\xfe",

@@ -7,8 +7,9 @@ and ``python -m example_basket --http`` replicas in front of it, driven over HTT
 - Redis killed mid-load: calls get the retryable "store is temporarily unavailable"
   text, each within a bound; the server stays up and heals by itself once Redis is
   back. Redis frozen (SIGSTOP): the same, within the client's 2 s socket timeout.
-- Redis with ``appendfsync always``, killed with SIGKILL during 2,000 add_item
-  calls and restarted on its data: every call that succeeded is in its basket.
+- Redis with ``appendfsync always``, killed with SIGKILL during add_item calls and
+  restarted on its data: every call that succeeded is in its basket, and no basket
+  holds more than the calls that succeeded or may have.
 - The server killed with SIGKILL and started again on the same Redis and secret:
   every basket minted before works, with its items.
 """
@@ -218,28 +219,35 @@ async def test_a_redis_outage_is_a_retryable_error_and_heals_by_itself(fault: st
 
 
 async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
-    """2,000 add_item calls; Redis (appendfsync always) is SIGKILLed after 700."""
-    attempts, crash_after = 2000, 700
+    """add_item until 1,000 are acknowledged; Redis (appendfsync always) is SIGKILLed at 500.
+
+    The count of calls refused while Redis is down depends on how fast the machine
+    answers them, so the run is sized by acknowledged adds, not by attempts: the
+    safety checks below always cover writes from before and after the crash. The
+    writes at risk are those in flight at the kill (one per worker); a thousand is
+    enough around them and keeps the test well inside its timeout on a slow machine.
+    """
+    wanted, crash_after = 1000, 500
     with (
         redis(*DURABLE) as store,
         demo_server("--store", store.url, *NO_LIMIT, env=ENV) as server,
     ):
         async with caller(server.url) as alice:
             baskets = [await alice.basket() for _ in range(20)]
-            tally, done = Tally(), 0
-            crashed, back = anyio.Event(), anyio.Event()
+            tally, attempts = Tally(), 0
+            crashed = anyio.Event()
 
             async def worker(rng: random.Random) -> None:
-                nonlocal done
-                while done < attempts:
-                    done += 1
-                    if done == crash_after:
+                nonlocal attempts
+                while (acknowledged := sum(tally.ok.values())) < wanted:
+                    if acknowledged >= crash_after:
                         crashed.set()
+                    attempts += 1
                     basket_id, sku = rng.choice(baskets), rng.choice(SKUS)
                     started = time.monotonic()
                     result = await alice.call("add_item", basket_id=basket_id, sku=sku)
                     tally.record(basket_id, sku, result, time.monotonic() - started)
-                    if result["isError"] and not back.is_set():
+                    if result["isError"]:
                         await anyio.sleep(0.01)  # a client backing off while it fails
 
             async with anyio.create_task_group() as tg:
@@ -247,9 +255,9 @@ async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
                     tg.start_soon(worker, random.Random(seed))
                 await crashed.wait()
                 store.kill()
-                await anyio.sleep(1)
+                at_crash = sum(tally.ok.values())
+                await anyio.sleep(1)  # the outage
                 store.start()
-                back.set()
             await until_ok(alice, baskets[0])
             final = {basket_id: await alice.items(basket_id) for basket_id in baskets}
             log = server.log_tail()
@@ -257,8 +265,9 @@ async def test_every_acknowledged_add_survives_a_redis_crash() -> None:
     acknowledged = sum(tally.ok.values())
     refused, slowest = sum(tally.unknown.values()), tally.slowest_refusal
     print(f"acknowledged={acknowledged} unavailable={refused} slowest={slowest:.2f}s")
-    assert acknowledged + sum(tally.unknown.values()) == attempts
-    assert sum(tally.unknown.values()) > 0 and acknowledged > attempts // 2
+    assert acknowledged + refused == attempts  # every call acknowledged or refused
+    assert refused > 0  # the crash was seen by calls (Redis was down for a second)
+    assert crash_after <= at_crash < acknowledged  # adds from both sides of the crash
     lost = {
         key: (count, final[key[0]].get(key[1], 0))
         for key, count in tally.ok.items()

@@ -13,6 +13,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
+import handles
 from handles import (
     Context,
     Handle,
@@ -47,7 +48,9 @@ MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-SERVER_META = {"io.modelcontextprotocol/serverInfo": {"name": "tallies", "version": "0.1.0"}}
+SERVER_META = {
+    "io.modelcontextprotocol/serverInfo": {"name": "tallies", "version": handles.__version__}
+}
 
 
 class Tally(BaseModel):

@@ -27,7 +27,7 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(st.integers() | texts, values)
 def test_any_result_reads_back_the_same_from_one_line(id: Any, value: Any) -> None:
     message = result_response(id, {"structuredContent": {"value": value}})
@@ -37,7 +37,7 @@ def test_any_result_reads_back_the_same_from_one_line(id: Any, value: Any) -> No
     assert encode(message) == data.decode()
 
 
-@settings(max_examples=100)
+@settings(deadline=None, max_examples=100)
 @given(st.dictionaries(texts, values, max_size=6))
 def test_a_tool_result_text_is_its_structured_content(value: dict[str, Any]) -> None:
     result = output_for("t", dict[str, Any]).to_wire(value)
@@ -90,7 +90,7 @@ def test_a_model_result_with_modern_fields_after_it() -> None:
     assert result["content"][0]["text"] == '{"lines":[{"sku":"é\\n\\"","price":19.9}],"note":null}'
 
 
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 @given(values)
 def test_parse_reads_what_json_reads_integers_exactly(value: Any) -> None:
     data = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "x", "params": {"v": value}})

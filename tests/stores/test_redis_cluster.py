@@ -71,7 +71,7 @@ async def test_a_primary_fails_over(cluster: RedisCluster) -> None:
                 primary.kill()
                 killed.set()
 
-        assert cluster.primary_for(SLOT_KEY) is not primary
+        assert cluster.wait_for_new_primary(SLOT_KEY, primary) is not primary
         for key in KEYS:  # replicated writes survived the failover
             record = await store.get(OWNER, GROUP, key)
             assert record is not None and record.version >= 21

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 
 import pytest
 from redis.exceptions import AuthenticationError, ResponseError
@@ -24,6 +26,19 @@ def anyio_backend() -> str:
 
 def wire(url: str, timeout: float = 2.0) -> Wire:
     return Wire(url, connect_timeout=1.0, timeout=timeout)
+
+
+async def until(condition: Callable[[], bool], within: float = 10.0) -> None:
+    """Return once ``condition()`` holds; fail after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.01)
+
+
+def blocked_on_server(redis_server: RedisServer, client_id: int) -> bool:
+    clients = redis_server.client().client_list()
+    return any(int(c["id"]) == client_id and "b" in c["flags"] for c in clients)
 
 
 async def test_concurrent_calls_share_one_connection_and_get_their_own_replies(
@@ -50,7 +65,10 @@ async def test_a_late_reply_is_dropped_and_the_next_ones_still_match(
             await connection.call("BLPOP", "wire-test-empty", "0.5")  # answers nil at 0.5 s
         # (Later commands queue behind it on the one connection: the store's scripts
         # never block, so only this test's BLPOP makes them wait.)
-        await asyncio.sleep(1.0)  # the nil reply comes meanwhile, for nobody
+        protocol = connection._protocol
+        assert protocol is not None and not protocol.lost  # a timeout keeps the connection
+        await until(lambda: not protocol.pending)  # the nil reply has come, for nobody
+        connection.timeout = 2.0  # 0.2 s was for the BLPOP; a busy machine needs no race
         assert await connection.call("ECHO", "after") == b"after"
         assert await connection.call("ECHO", "again") == b"again"
     finally:
@@ -64,7 +82,7 @@ async def test_a_dropped_connection_fails_its_calls_and_the_next_call_reconnects
     try:
         own_id = await connection.call("CLIENT", "ID")
         blocked = asyncio.ensure_future(connection.call("BLPOP", "wire-test-empty", "5"))
-        await asyncio.sleep(0.1)
+        await until(lambda: blocked_on_server(redis_server, own_id))
         redis_server.client().client_kill_filter(_id=own_id)
         with pytest.raises(RedisConnectionError):
             await blocked
