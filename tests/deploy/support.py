@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..listening import listens
+
 __all__ = ["NGINX_CONF", "Nginx", "Replica", "free_port", "nginx", "replica"]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,15 +74,12 @@ def free_port() -> int:
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Until ``process`` itself listens on ``port`` (not another process that took it)."""
     deadline = time.monotonic() + WAIT
-    while process.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    while process.poll() is None and time.monotonic() < deadline:
+        if listens(process.pid, port):
             return
-        except OSError:
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        time.sleep(0.1)
     tail = log.read_text(errors="replace")[-3000:]
     raise RuntimeError(f"port {port} did not open (exit {process.poll()}):\n{tail}")
 
