@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -277,10 +277,14 @@ class _Screen:
 
     manager: HandleManager
     kind: HandleKind[Any]
+    prefixes: frozenset[str] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        prefixes = frozenset(kind.prefix for kind in self.manager.kinds)
+        object.__setattr__(self, "prefixes", prefixes)
 
     def __call__(self, principal: Principal, value: str) -> str | None:
-        head = value.partition("_")[0]
-        if not any(kind.prefix == head for kind in self.manager.kinds):
+        if value.partition("_")[0] not in self.prefixes:
             return None
         try:
             self.manager.check(principal, self.kind, value)
@@ -428,8 +432,8 @@ def _id_parameter(kind: HandleKind[Any]) -> inspect.Parameter:
         f"(starts with {kind.prefix}_). {kind.lifetime_sentence}"
     )
     extra: dict[str, Any] | None = None if kind.header is None else {X_MCP_HEADER: kind.header}
-    field = Field(description=description, max_length=_MAX_ID_CHARS, json_schema_extra=extra)
-    annotation = Annotated[str, field]
+    info = Field(description=description, max_length=_MAX_ID_CHARS, json_schema_extra=extra)
+    annotation = Annotated[str, info]
     return inspect.Parameter(kind.id_param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
 
 
