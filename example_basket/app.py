@@ -8,7 +8,8 @@ eight tools. Every handle check, expiry rule and error text comes from
 from __future__ import annotations
 
 import secrets
-from typing import Annotated, Any
+import time
+from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
 from typing_extensions import TypedDict  # typing's, nested in a model, breaks on 3.11
@@ -19,7 +20,6 @@ from handles import (
     HandleKind,
     HandleManager,
     HandleTools,
-    InputRequired,
     Lifetime,
     RateLimit,
     RateLimiter,
@@ -27,14 +27,21 @@ from handles import (
     Server,
     ToolError,
 )
-from stores import Store
+from stores import Store, StoreUnavailable
 
 from .catalog import CATALOG, Product, search
 
-__all__ = ["Basket", "basket_kind", "build_server"]
+__all__ = ["Basket", "basket_kind", "build_server", "order_ledger"]
 
 MAX_LINES = 50
 MAX_QUANTITY = 999
+LEDGER_OWNER = "example-basket"
+LEDGER_DAYS = 30
+
+
+def order_ledger(basket_id: str) -> str:
+    """The store group of a basket's placed orders (owner ``LEDGER_OWNER``): at most one."""
+    return f"order:{basket_id}"
 
 
 class Basket(BaseModel):
@@ -218,33 +225,49 @@ def build_server(
         """List your open baskets with when each expires."""
         return Baskets(baskets=[_summary(h) for h in baskets])
 
-    @tools.closes(kind, reason="checked out")
-    async def checkout(
-        basket: Handle[Basket], ctx: Context, confirm: bool = False
-    ) -> Order | InputRequired:
+    async def place_order(order: Order) -> None:
+        """Record the order in the ledger: run once per basket, after its close committed."""
+        value = order.model_dump_json().encode()
+        ledger, expires = order_ledger(order.basket_id), time.time() + LEDGER_DAYS * 86400
+        try:
+            await store.create(LEDGER_OWNER, ledger, order.order_id, value, expires_at=expires)
+        except StoreUnavailable:
+            raise ToolError(
+                f"Basket {order.basket_id} was checked out as order {order.order_id}, but the "
+                "order could not be recorded just now; give the user the order id to quote "
+                "to the shop. Do not check out again."
+            ) from None
+
+    @tools.closes(kind, reason="checked out", on_commit=place_order)
+    async def checkout(basket: Handle[Basket], ctx: Context, confirm: bool = False) -> Order:
         """Place the order for a basket. This is irreversible and closes the basket.
 
         Args:
-            confirm: Set to true to confirm the order, after telling the user the total.
+            confirm: Set to true to confirm the order, after telling the user the total,
+                if the client cannot ask the user itself.
         """
         if not basket.state.items:
             raise ToolError(f"Basket {basket.id} is empty; call add_item first.")
         total = _total(basket.state)
-        answer = _answer(ctx, basket)
-        if not confirm and answer is not True:
-            if answer is False:
+        if not confirm:
+            await ctx.debug(f"asking the user to confirm {total:.2f} EUR", logger="checkout")
+            question = f"Place the order for basket {basket.id}, total {total:.2f} EUR?"
+            # The user must have seen this version of the basket: one changed since is asked again.
+            answer = await ctx.confirm(question, state=_seen(basket), label="Place the order")
+            if answer == "unavailable":
+                raise ToolError(
+                    f"Checkout is irreversible: the order total is {total:.2f} EUR. Ask the "
+                    "user, then call checkout again with confirm: true."
+                )
+            if answer != "accept":
                 raise ToolError(
                     f"The user did not confirm the order, so nothing was ordered; basket "
                     f"{basket.id} is still open."
                 )
-            if "elicitation" in ctx.client_capabilities:
-                return _ask_to_confirm(basket, total)
-            raise ToolError(
-                f"Checkout is irreversible: the order total is {total:.2f} EUR. Ask the user, "
-                "then call checkout again with confirm: true."
-            )
         items = view(basket.id, basket.state).items
         order_id = f"ord_{secrets.token_hex(6)}"
+        placed = {"order_id": order_id, "basket_id": basket.id, "total": total}
+        await ctx.info({"event": "order placed", **placed}, logger="checkout")
         return Order(order_id=order_id, basket_id=basket.id, items=items, total=total)
 
     @tools.closes(kind, reason="closed")
@@ -264,38 +287,8 @@ def _summary(handle: Handle[Basket]) -> BasketSummary:
     )
 
 
-def _answer(ctx: Context, basket: Handle[Basket]) -> bool | None:
-    """The user's answer to the confirmation: ``None`` if not asked about the basket as it
-    is now (``requestState`` names the version they saw), else whether they agreed."""
-    response: Any = (ctx.input_responses or {}).get("confirm")
-    if response is None:
-        return None
-    if not isinstance(response, dict) or response.get("action") != "accept":
-        return False
-    content = response.get("content")
-    if not isinstance(content, dict) or content.get("confirm") is not True:
-        return False
-    return True if ctx.request_state == _seen(basket) else None
-
-
 def _seen(basket: Handle[Basket]) -> str:
     return f"version {basket.version}"
-
-
-def _ask_to_confirm(basket: Handle[Basket], total: float) -> InputRequired:
-    request = {
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": f"Place the order for basket {basket.id}, total {total:.2f} EUR?",
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"confirm": {"type": "boolean", "title": "Place the order"}},
-                "required": ["confirm"],
-            },
-        },
-    }
-    return InputRequired(input_requests={"confirm": request}, request_state=_seen(basket))
 
 
 _INSTRUCTIONS = (

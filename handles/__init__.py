@@ -24,7 +24,9 @@ from .errors import HandleClosed as HandleClosed
 from .errors import HandleConflict as HandleConflict
 from .errors import HandleError as HandleError
 from .errors import HandleExpired as HandleExpired
+from .errors import OutcomeUnknown as OutcomeUnknown
 from .errors import QuotaExceeded as QuotaExceeded
+from .errors import StorageFull as StorageFull
 from .errors import StorageUnavailable as StorageUnavailable
 from .errors import ToolError as ToolError
 from .errors import TransientHandleError as TransientHandleError
@@ -74,6 +76,7 @@ __all__ = [
     "Lifetime",
     "Live",
     "LiveCapReached",
+    "OutcomeUnknown",
     "Principal",
     "QuotaExceeded",
     "RateLimit",
@@ -82,6 +85,7 @@ __all__ = [
     "ResourceLink",
     "SecretKeys",
     "Server",
+    "StorageFull",
     "StorageUnavailable",
     "TextContent",
     "Tool",

@@ -14,27 +14,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import BaseModel
-
 from stores.base import Store
 
+from ._tombstones import Tombstone, closed_group
 from .errors import HandleClosed, HandleError, HandleExpired, UnknownHandle, WrongKind
 from .ids import HandleCodec, redact
 from .kinds import HandleKind
 
-__all__ = ["Guard", "closed_group"]
+__all__ = ["Guard"]
 
 _log = logging.getLogger("handles")
-
-
-class _Tombstone(BaseModel):
-    reason: str
-    closed_at: float
-
-
-def closed_group(kind: HandleKind[Any]) -> str:
-    """The store group of ``kind``'s tombstones."""
-    return f"{kind.name}:closed"
 
 
 class Guard:
@@ -64,15 +53,12 @@ class Guard:
         """The error for a verified handle whose record is missing: closed or expired."""
         tombstone = await self._store.get(owner, closed_group(kind), handle_id)
         if tombstone is not None:
-            closed = _Tombstone.model_validate_json(tombstone.value)
-            return HandleClosed(kind, handle_id, closed.reason, closed.closed_at)
+            closed = Tombstone.read(tombstone.value)
+            return HandleClosed(
+                kind, handle_id, closed.reason, closed.closed_at, outcome=closed.outcome
+            )
         _log.debug("%s %s: no record and no tombstone", kind.name, redact(handle_id))
         return HandleExpired(kind, handle_id, None)
-
-    @staticmethod
-    def tombstone(reason: str, closed_at: float) -> bytes:
-        """A tombstone's stored value."""
-        return _Tombstone(reason=reason, closed_at=closed_at).model_dump_json().encode()
 
     def _refuse(self, kind: HandleKind[Any], handle_id: str, owner: str) -> HandleError:
         other = self._codec.kind_of(handle_id, owner)

@@ -17,10 +17,16 @@ MCP reports a failure in one of two ways, and which one decides who reads it:
             ├── HandleExpired        "expired": its lifetime ran out (.expired_at)
             ├── HandleClosed         "closed": closed or checked out (.reason, .closed_at)
             ├── QuotaExceeded        "quota_exceeded": too many live handles (.limit)
+            ├── OutcomeUnknown       "outcome_unknown": no answer came; may have been applied
             └── TransientHandleError retryable: the same call may succeed shortly
                 ├── StorageUnavailable  "store_unavailable": wraps stores.StoreUnavailable
+                │   └── StorageFull     "store_full": wraps stores.StoreFull
                 ├── HandleConflict      "conflict": concurrent changes won every retry
                 └── LiveCapReached      (handles.live) "live_cap_reached": too many open here
+
+A retryable error is only raised when nothing was applied; a write whose answer
+never came and could not be settled is ``OutcomeUnknown``, whose text says so and
+names the tool that shows the current state, never "retry".
 
 A tool that lets a ``ToolError`` escape sends the model an ``isError`` result with its
 text, never a JSON-RPC error; any other exception becomes an ``isError`` result that
@@ -46,7 +52,9 @@ __all__ = [
     "HandleConflict",
     "HandleError",
     "HandleExpired",
+    "OutcomeUnknown",
     "QuotaExceeded",
+    "StorageFull",
     "StorageUnavailable",
     "ToolError",
     "TransientHandleError",
@@ -162,7 +170,15 @@ class HandleClosed(HandleError):
 
     code = "closed"
 
-    def __init__(self, kind: AnyKind, handle_id: str, reason: str, closed_at: float) -> None:
+    def __init__(
+        self,
+        kind: AnyKind,
+        handle_id: str,
+        reason: str,
+        closed_at: float,
+        *,
+        outcome: Any = None,
+    ) -> None:
         super().__init__(
             f"{_title(kind)} {echo(handle_id)} was {reason} at {iso_utc(closed_at)} "
             "and can no longer be used.",
@@ -170,6 +186,8 @@ class HandleClosed(HandleError):
         )
         self.reason = reason
         self.closed_at = closed_at
+        #: What the close returned (JSON), when it stored it; never shown to the model.
+        self.outcome = outcome
 
 
 class QuotaExceeded(HandleError):
@@ -190,6 +208,25 @@ class QuotaExceeded(HandleError):
         self.limit = limit
 
 
+class OutcomeUnknown(HandleError):
+    """The store did not answer a write, and reading it back could not tell.
+
+    Not retryable: the write may have been applied, or may still be.
+
+    Args:
+        kind: The handle's kind.
+        whether: What is not known, e.g. "this change to basket 'bsk_…' was applied".
+    """
+
+    code = "outcome_unknown"
+
+    def __init__(self, kind: AnyKind, whether: str) -> None:
+        super().__init__(
+            f"The {kind.label} store did not answer in time, so it is not known whether {whether}.",
+            f"Call {kind.list_tool} to see the current state before repeating this call.",
+        )
+
+
 class TransientHandleError(HandleError):
     """Base of the errors that may go away if the same call is retried shortly."""
 
@@ -206,6 +243,22 @@ class StorageUnavailable(TransientHandleError):
             f"The {kind.label} store is temporarily unavailable.",
             "Retry this call in a few seconds.",
         )
+
+
+class StorageFull(StorageUnavailable):
+    """The store is out of space and refused the change (wraps ``stores.StoreFull``)."""
+
+    code = "store_full"
+
+    def __init__(self, kind: AnyKind) -> None:
+        if kind.close_tool:
+            hint = (
+                f"This clears when the server frees space; {kind.close_tool} on "
+                f"{kind.plural} you no longer need frees some ({kind.list_tool} lists them)."
+            )
+        else:
+            hint = f"This clears when the server frees space or {kind.plural} expire."
+        HandleError.__init__(self, f"The {kind.label} store is full, so nothing was changed.", hint)
 
 
 class HandleConflict(TransientHandleError):

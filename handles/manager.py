@@ -8,6 +8,11 @@ deadline) before any store access.
 Updates never lose a write: in-process callers on one handle take turns on a
 per-handle ``anyio.Lock``; callers in other processes are caught by the store's
 versioned compare-and-set, retried with a small jittered backoff.
+
+A close commits in one atomic step (``Store.retire``), so "closed" is said only of
+a close that happened, and of concurrent closes on any replica one commits and the
+others get its outcome. A write whose answer never came is read back before
+anything is said (``handles._writes``).
 """
 
 from __future__ import annotations
@@ -19,19 +24,23 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from stores.base import LimitExceeded, Store, StoreUnavailable
+from stores.base import LimitExceeded, Store, StoreFull, StoreUnavailable
 
 from ._guard import Guard
 from ._turns import Turns
 from ._writes import Writer
-from .errors import QuotaExceeded, StorageUnavailable
+from .errors import QuotaExceeded, StorageFull, StorageUnavailable
 from .handle import Handle, Updated
 from .ids import HandleCodec, SecretKeys
 from .kinds import HandleKind
 from .principal import Principal
 
-__all__ = ["HandleManager"]
+__all__ = ["CLOSED_LIMIT", "HandleManager"]
+
+CLOSED_LIMIT = 1000
+"""The default ``closed_limit``: tombstones kept per principal and kind."""
 
 S = TypeVar("S", bound=BaseModel)
 R = TypeVar("R")
@@ -49,6 +58,10 @@ class HandleManager:
         max_retries: Compare-and-set retries of one update before ``HandleConflict``.
         closed_retention: How long a tombstone lasts for kinds without an absolute
             lifetime; otherwise it lasts until the handle's absolute deadline.
+        closed_limit: The most tombstones kept per principal and kind; past it,
+            those that expire soonest are dropped (and those handles then read as
+            expired rather than closed). The default, 1,000 of some 200 bytes each,
+            bounds a principal's tombstones of a kind at about 200 KB.
     """
 
     def __init__(
@@ -60,14 +73,19 @@ class HandleManager:
         clock: Callable[[], float] = time.time,
         max_retries: int = 16,
         closed_retention: float | timedelta = 86400.0,
+        closed_limit: int = CLOSED_LIMIT,
     ) -> None:
+        if closed_limit < 1:
+            raise ValueError("closed_limit must be at least 1")
         self._store = store
         self._codec = HandleCodec(kinds, secret_keys)
         self._guard = Guard(self._codec, store)
         self._clock = clock
         if isinstance(closed_retention, timedelta):
             closed_retention = closed_retention.total_seconds()
-        self._writer = Writer(store, self._guard, clock, max_retries, float(closed_retention))
+        self._writer = Writer(
+            store, self._guard, clock, max_retries, float(closed_retention), closed_limit
+        )
         self._turns = Turns()
 
     @property
@@ -94,7 +112,9 @@ class HandleManager:
 
         Raises:
             QuotaExceeded: The principal already holds ``kind.quota`` live handles.
-            StorageUnavailable: The store could not be reached.
+            StorageUnavailable: The store could not be reached (``StorageFull``: it
+                is out of space); nothing was created.
+            OutcomeUnknown: The store did not answer, and reading back could not tell.
         """
         state = kind.model() if state is None else state
         if not isinstance(state, kind.model):
@@ -112,9 +132,7 @@ class HandleManager:
             handle_id = self._codec.mint(kind, owner, now)
             created = int(now)
             expires = kind.lifetime.deadline(created, now)
-            record = await self._store.create(
-                owner, kind.name, handle_id, value, expires_at=expires, limit=kind.quota
-            )
+            record = await self._writer.create(owner, kind, handle_id, value, expires)
             if record is not None:  # None only if 128 random bits collided
                 return Handle(handle_id, kind, state, record.version, created, expires)
 
@@ -176,8 +194,16 @@ class HandleManager:
         *,
         reason: str = "closed",
         version: int | None = None,
-    ) -> None:
+        outcome: Any = None,
+        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
+    ) -> Any:
         """End a handle, leaving a tombstone so later use reads "was <reason>".
+
+        The record is replaced by its tombstone in one atomic step, so of
+        concurrent closes (in this process or any other sharing the store) exactly
+        one commits. ``outcome``, if given, is stored with the tombstone (as JSON):
+        a concurrent close with the same ``reason`` that lost gets the winner's
+        outcome back instead of committing a second one (one order per basket).
 
         Args:
             principal: The caller.
@@ -186,16 +212,35 @@ class HandleManager:
             reason: Past participle for messages: "closed", "checked out", …
             version: Close only if the state is still at this version (a checkout
                 closes exactly the state it read); otherwise ``HandleConflict``.
+            outcome: What the close produced (JSON-able: a model, a dict, ...); one
+                that pydantic cannot serialize, or over 64 KiB, is not stored.
+            on_commit: Awaited with ``outcome`` once this close has committed, and
+                only then: the place for an effect that must happen at most once per
+                handle (placing the order). It runs after the commit, so if it fails
+                the handle stays closed; its exception propagates.
+
+        Returns:
+            ``outcome`` if this close committed; the committed close's outcome
+            (as JSON) if a concurrent close with the same ``reason`` won.
 
         Raises:
             HandleError: Unknown, wrong kind, expired, already closed, store
-                unavailable, or ``HandleConflict`` if ``version`` is stale.
+                unavailable, ``HandleConflict`` if ``version`` is stale, or
+                ``OutcomeUnknown`` if the store did not answer and reading back
+                could not tell whether the close committed.
         """
         owner, now = principal.digest, self._clock()
         created = self._guard.check(kind, handle_id, owner, now)
         with _storage_errors(kind):
             async with self._turns.hold((owner, kind.name, handle_id)):
-                await self._writer.close(owner, kind, handle_id, created, now, reason, version)
+                committed, theirs = await self._writer.close(
+                    owner, kind, handle_id, created, now, reason, version, _jsonable(outcome)
+                )
+        if not committed:
+            return theirs
+        if on_commit is not None:
+            await on_commit(outcome)
+        return outcome
 
     async def list(self, principal: Principal, kind: HandleKind[S]) -> list[Handle[S]]:
         """The caller's live handles of ``kind``, oldest first (no renewal).
@@ -237,5 +282,22 @@ class _storage_errors:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if isinstance(exc, StoreFull):
+            raise StorageFull(self.kind) from exc
         if isinstance(exc, StoreUnavailable):
             raise StorageUnavailable(self.kind) from exc
+
+
+_MAX_OUTCOME_BYTES = 65536
+
+
+def _jsonable(outcome: Any) -> Any:
+    """``outcome`` as JSON-able Python, or ``None`` if it is not or is too large."""
+    if outcome is None:
+        return None
+    try:
+        if len(to_json(outcome)) > _MAX_OUTCOME_BYTES:
+            return None
+        return to_jsonable_python(outcome)
+    except (PydanticSerializationError, ValueError, TypeError):
+        return None

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
@@ -156,13 +156,24 @@ class HandleTools:
         return register
 
     def closes(
-        self, kind: HandleKind[Any], *, reason: str = "closed", **options: Any
+        self,
+        kind: HandleKind[Any],
+        *,
+        reason: str = "closed",
+        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
+        **options: Any,
     ) -> Callable[[F], F]:
         """The handler sees the final state; after it returns, the handle is closed.
 
         The close only happens if the state is still the one the handler saw; a
         handler that raises, or returns ``InputRequired`` or an ``is_error``
-        ``ToolResult``, leaves the handle open.
+        ``ToolResult``, leaves the handle open. Its result is stored with the
+        close: of concurrent calls (on any replica) one close commits, and the
+        others return that call's result. The handler may run in each of them,
+        so like an ``edits`` handler it should only compute its result; an effect
+        that must happen at most once per handle (placing the order) goes in
+        ``on_commit``, awaited with the result only by the call whose close
+        committed (see ``HandleManager.close``).
         """
 
         def register(fn: F) -> F:
@@ -177,8 +188,15 @@ class HandleTools:
                     resource = await live.acquire(principal.digest, handle)
                 result = await _call(fn, bind(kwargs, handle, resource=resource))
                 if not _leaves_open(result):
-                    await self.manager.close(
-                        principal, kind, handle_id, reason=reason, version=handle.version
+                    version = handle.version
+                    result = await self.manager.close(
+                        principal,
+                        kind,
+                        handle_id,
+                        reason=reason,
+                        version=version,
+                        outcome=result,
+                        on_commit=on_commit,
                     )
                     if live is not None:
                         await live.closed(principal.digest, handle_id)

@@ -12,6 +12,7 @@ from .base import LimitExceeded as LimitExceeded
 from .base import Record as Record
 from .base import Store as Store
 from .base import StoreError as StoreError
+from .base import StoreFull as StoreFull
 from .base import StoreUnavailable as StoreUnavailable
 from .memory import MemoryStore as MemoryStore
 
@@ -25,6 +26,7 @@ __all__ = [
     "RedisStore",
     "Store",
     "StoreError",
+    "StoreFull",
     "StoreUnavailable",
 ]
 

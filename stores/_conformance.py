@@ -16,6 +16,7 @@ from .base import LimitExceeded, Record
 OWNER = "owner-a"
 OTHER_OWNER = "owner-b"
 GROUP = "basket"
+CLOSED = "basket:closed"
 TTL = 1000.0
 """The suite's usual lifetime: long, so that no real-time expiry can interfere."""
 
@@ -359,3 +360,97 @@ class CounterCases:
             for _ in range(100):
                 tg.start_soon(incr)
         assert sorted(counts) == list(range(1, 101))
+
+
+class RetireCases:
+    """``retire``: a live record moves to another group in one step, optionally capped."""
+
+    async def test_moves_the_record(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"state", expires_at=now + TTL)
+        retired = await store.retire(
+            OWNER, GROUP, "k", into=CLOSED, value=b"tomb", expires_at=now + 2 * TTL
+        )
+        assert retired is True
+        assert await store.get(OWNER, GROUP, "k") is None
+        assert await store.list(OWNER, GROUP) == {}
+        assert await store.get(OWNER, CLOSED, "k") == Record(b"tomb", 1, now + 2 * TTL)
+        assert await store.list(OWNER, CLOSED) == {"k": Record(b"tomb", 1, now + 2 * TTL)}
+        assert await store.create(OWNER, GROUP, "j", b"", expires_at=now + TTL, limit=1)
+
+    async def test_at_version(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v1", expires_at=now + TTL)
+        second = await store.replace(OWNER, GROUP, "k", b"v2", version=1, expires_at=now + TTL)
+        stale = await store.retire(
+            OWNER, GROUP, "k", into=CLOSED, value=b"tomb", expires_at=now + TTL, version=1
+        )
+        assert stale is False
+        assert await store.get(OWNER, GROUP, "k") == second
+        assert await store.get(OWNER, CLOSED, "k") is None
+        assert await store.retire(
+            OWNER, GROUP, "k", into=CLOSED, value=b"tomb", expires_at=now + TTL, version=2
+        )
+        assert await store.get(OWNER, GROUP, "k") is None
+
+    async def test_missing_or_expired_changes_nothing(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, CLOSED, "k", b"earlier", expires_at=now + 3 * TTL)
+        assert not await store.retire(
+            OWNER, GROUP, "k", into=CLOSED, value=b"tomb", expires_at=now + 2 * TTL
+        )
+        await store.create(OWNER, GROUP, "old", b"", expires_at=now + TTL)
+        store_harness.advance(TTL)
+        assert not await store.retire(
+            OWNER, GROUP, "old", into=CLOSED, value=b"tomb", expires_at=now + 2 * TTL
+        )
+        assert await store.list(OWNER, CLOSED) == {"k": Record(b"earlier", 1, now + 3 * TTL)}
+
+    async def test_overwrites_a_record_in_the_other_group(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, CLOSED, "k", b"earlier", expires_at=now + 3 * TTL)
+        await store.create(OWNER, GROUP, "k", b"state", expires_at=now + TTL)
+        assert await store.retire(
+            OWNER, GROUP, "k", into=CLOSED, value=b"tomb", expires_at=now + 2 * TTL
+        )
+        assert await store.get(OWNER, CLOSED, "k") == Record(b"tomb", 1, now + 2 * TTL)
+        store_harness.advance(2 * TTL)
+        assert await store.list(OWNER, CLOSED) == {}
+
+    async def test_keep_drops_those_that_expire_soonest(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        for n in range(6):
+            key = f"k{n}"
+            await store.create(OWNER, GROUP, key, b"", expires_at=now + TTL)
+            expires = now + (10 - n) * TTL  # later closes expire sooner: the new one too
+            assert await store.retire(
+                OWNER, GROUP, key, into=CLOSED, value=b"%d" % n, expires_at=expires, keep=3
+            )
+            assert len(await store.list(OWNER, CLOSED)) == min(n + 1, 3)
+        # k0, k1 expire last; k5 is the newest and is always kept.
+        assert set(await store.list(OWNER, CLOSED)) == {"k0", "k1", "k5"}
+        await store.create(OTHER_OWNER, GROUP, "x", b"", expires_at=now + TTL)
+        assert await store.retire(
+            OTHER_OWNER, GROUP, "x", into=CLOSED, value=b"", expires_at=now + TTL, keep=3
+        )
+        assert len(await store.list(OWNER, CLOSED)) == 3
+
+    async def test_one_of_concurrent_retires_wins(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"state", expires_at=now + TTL)
+        winners: list[int] = []
+
+        async def retire(item: int) -> None:
+            value = b"%d" % item
+            if await store.retire(
+                OWNER, GROUP, "k", into=CLOSED, value=value, expires_at=now + TTL, version=1
+            ):
+                winners.append(item)
+
+        async with anyio.create_task_group() as tg:
+            for item in range(50):
+                tg.start_soon(retire, item)
+        assert len(winners) == 1
+        assert await store.get(OWNER, CLOSED, "k") == Record(b"%d" % winners[0], 1, now + TTL)

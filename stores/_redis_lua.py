@@ -6,11 +6,27 @@ so one Redis Cluster slot. The record scripts take ``KEYS = [record, index]`` an
 seconds, passed as exact decimal strings and stored as given, so a record's
 expiry reads back bit for bit. ``px`` is the physical time to live in
 milliseconds, computed by the caller from the same ``now``.
+
+Each script opens with a shebang (Redis 7+) whose flags say how it behaves when
+Redis is out of memory (``maxmemory`` reached with ``noeviction``): a script
+without ``allow-oom`` (``CREATE``, ``REPLACE``: the writes that add data) is
+refused before it runs, with ``OOM``, so it never writes half of its steps; the
+others run, since they delete data or rewrite fields in place (``GET``'s
+renewal, ``INCR``'s rate-limit counters of a few bytes, ``RETIRE``'s close, which
+frees the record). Every script is refused before it runs on a replica
+(``READONLY``), while Redis loads its data (``LOADING``), while another script
+runs too long (``BUSY``) or when Redis refuses writes because it cannot persist
+(``MISCONF``). Without a shebang (``flagged(..., False)``, for servers
+or fakes without script flags), Redis checks memory only at a script's first
+write that can grow memory, after earlier steps already ran.
 """
 
 from __future__ import annotations
 
-__all__ = ["CREATE", "DELETE", "GET", "INCR", "LIST", "REPLACE"]
+__all__ = ["CREATE", "DELETE", "GET", "INCR", "LIST", "REPLACE", "RETIRE", "flagged"]
+
+_WRITES = "#!lua\n"
+_ALLOW_OOM = "#!lua flags=allow-oom\n"
 
 _PRELUDE = """
 local rec, idx = KEYS[1], KEYS[2]
@@ -139,3 +155,47 @@ for _, m in ipairs(redis.call('ZRANGE', idx, 0, -1)) do
 end
 return out
 """
+
+RETIRE = (
+    _PRELUDE
+    + """
+-- KEYS: record, index, new record, its index.
+-- ARGV: now, member, value, expires_at, px, version ('' for any), keep ('' for no cap)
+local r = live()
+if not r or (ARGV[6] ~= '' and tonumber(r[1]) ~= tonumber(ARGV[6])) then return 0 end
+redis.call('DEL', rec)
+redis.call('ZREM', idx, member)
+rec, idx = KEYS[3], KEYS[4]
+redis.call('DEL', rec)
+redis.call('HSET', rec, 'v', 1, 'd', ARGV[3], 'x', ARGV[4])
+expire(ARGV[4], ARGV[5])
+local keep = tonumber(ARGV[7])
+if keep then
+  redis.call('ZREMRANGEBYSCORE', idx, '-inf', ARGV[1])
+  local excess = redis.call('ZCARD', idx) - keep
+  if excess > 0 then
+    -- Those that expire soonest go first; never the one just written.
+    local prefix = string.sub(rec, 1, #rec - #member)
+    for _, m in ipairs(redis.call('ZRANGE', idx, 0, excess)) do
+      if excess > 0 and m ~= member then
+        redis.call('DEL', prefix .. m)
+        redis.call('ZREM', idx, m)
+        excess = excess - 1
+      end
+    end
+  end
+end
+return 1
+"""
+)
+
+
+_GROWS = frozenset({"CREATE", "REPLACE"})
+
+
+def flagged(name: str, flags: bool = True) -> str:
+    """The script ``name`` (``"CREATE"``, ...), with its shebang line when ``flags``."""
+    body: str = globals()[name]
+    if not flags:
+        return body
+    return (_WRITES if name in _GROWS else _ALLOW_OOM) + body

@@ -30,6 +30,7 @@ from redis.exceptions import (
     ClusterDownError,
     MasterDownError,
     NoScriptError,
+    OutOfMemoryError,
     ReadOnlyError,
     ResponseError,
     TryAgainError,
@@ -41,6 +42,7 @@ __all__ = ["Wire"]
 
 _ERRORS: dict[str, type[ResponseError] | type[RedisConnectionError]] = {
     "NOSCRIPT": NoScriptError,
+    "OOM": OutOfMemoryError,
     "LOADING": BusyLoadingError,
     "READONLY": ReadOnlyError,
     "MASTERDOWN": MasterDownError,

@@ -26,20 +26,33 @@ across every process sharing the store, and its record is a record like any
 other (``get`` and ``list`` see it), so give counters a group of their own.
 
 Errors: a backend raises ``StoreUnavailable`` when it cannot reach its storage
-(a transient condition: the caller may retry; a write that raised it may or may
-not have been applied) and ``LimitExceeded`` from ``create`` when the owner
-already has ``limit`` live records in the group. Every other outcome is a
+or the storage refuses for a while (a transient condition). Its ``applied``
+says what became of a write: ``None`` when the request may have reached the
+storage but no answer came (a timeout, a connection lost mid-request: the write
+may or may not have been applied, and may still be applied later), ``False``
+when the storage certainly did not apply it (it could not be reached, or it
+refused before changing anything). ``StoreFull`` is the refusal of a store out
+of space (``applied`` is ``False``). ``create`` raises ``LimitExceeded`` when the
+owner already has ``limit`` live records in the group. Every other outcome is a
 return value.
 """
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
-__all__ = ["LimitExceeded", "Record", "Store", "StoreError", "StoreUnavailable"]
+__all__ = [
+    "LimitExceeded",
+    "Record",
+    "Store",
+    "StoreError",
+    "StoreFull",
+    "StoreUnavailable",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +69,24 @@ class StoreError(Exception):
 
 
 class StoreUnavailable(StoreError):
-    """The backing storage could not be reached; the operation may be retried."""
+    """The backing storage could not be reached or refused for now; see ``applied``.
+
+    Args:
+        message: What happened, without addresses or secrets.
+        applied: ``None`` if a write may or may not have been applied (no answer
+            came), ``False`` if it certainly was not.
+    """
+
+    def __init__(self, message: str = "the store is unavailable", *, applied: bool | None = None):
+        super().__init__(message)
+        self.applied = applied
+
+
+class StoreFull(StoreUnavailable):
+    """The storage is out of space and refused the write before changing anything."""
+
+    def __init__(self, message: str = "the store is full") -> None:
+        super().__init__(message, applied=False)
 
 
 class LimitExceeded(StoreError):
@@ -161,6 +191,51 @@ class Store(ABC):
                 expires_at=record.expires_at,
             ):
                 return count
+
+    async def retire(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        *,
+        into: str,
+        value: bytes,
+        expires_at: float,
+        version: int | None = None,
+        keep: int | None = None,
+    ) -> bool:
+        """Replace a live record by a record in another group, in one atomic step.
+
+        If the live record at ``(owner, group, key)`` exists (at ``version``, when
+        given), delete it and store ``value`` at ``(owner, into, key)`` at version 1
+        with ``expires_at`` (over any record there), then, when ``keep`` is given,
+        delete the owner's live records in ``into`` beyond the ``keep`` that expire
+        last (those that expire soonest go first; the new one is kept). Return
+        whether the record was retired; if not, nothing changed. A closed handle's
+        tombstone is written this way, so no reader ever sees a tombstone of a
+        close that did not happen, nor neither record.
+
+        This default takes two or three steps: a versioned ``delete``, then a
+        ``create`` (and a ``list`` plus ``delete`` calls to trim ``into``, which a
+        later call catches up on if they fail); between them a reader finds
+        neither record, and a failure after the ``delete`` is reported with
+        ``applied=None``. Backends override it with one atomic step.
+        """
+        if not await self.delete(owner, group, key, version=version):
+            return False
+        try:
+            await self.delete(owner, into, key)
+            await self.create(owner, into, key, value, expires_at=expires_at)
+        except StoreUnavailable as exc:  # the record is gone already: half applied
+            raise StoreUnavailable(str(exc), applied=None) from exc
+        if keep is not None:
+            with contextlib.suppress(StoreUnavailable):  # retired; the next call trims
+                records = await self.list(owner, into)
+                if len(records) > keep:
+                    others = sorted((r.expires_at, k) for k, r in records.items() if k != key)
+                    for _, old in others[: len(records) - keep]:
+                        await self.delete(owner, into, old)
+        return True
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections and background resources. Safe to call twice."""

@@ -7,6 +7,14 @@ no call scans the whole store and none stalls the event loop when many expire at
 once (a million at once took 12 s in one call); the rest go in the next calls.
 Until then an expired record is invisible: reads, lists and limits skip it.
 Not shared between processes: use ``stores.redis.RedisStore`` for replicas.
+
+Global bound: at most ``max_records`` records (one million by default) are held.
+A write that would add a record past it first reclaims what has expired; if
+the store is still full, it raises ``StoreFull`` and changes nothing, as Redis
+does with ``maxmemory`` and ``noeviction``: nothing live is evicted behind a
+caller's back. Writes that do not add a record (``replace``, renewals, an
+``incr`` of a live counter, a ``retire`` over an existing tombstone) still work,
+and so do deletes and closes, which free room.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import heapq
 import time
 from collections.abc import Callable
 
-from .base import LimitExceeded, Record, Store
+from .base import LimitExceeded, Record, Store, StoreFull
 
 __all__ = ["MemoryStore"]
 
@@ -24,12 +32,25 @@ _Address = tuple[str, str, str]
 RECLAIM_PER_CALL = 512
 """The most expired records one call reclaims (stale heap entries are not counted)."""
 
+MAX_RECORDS = 1_000_000
+"""The default bound on the records one ``MemoryStore`` holds."""
+
 
 class MemoryStore(Store):
-    """Records in a dict, with a per-owner index and an injectable ``clock``."""
+    """Records in a dict, with a per-owner index and an injectable ``clock``.
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    Args:
+        clock: Unix seconds; the contract's notion of now.
+        max_records: The most records held at once (see the module docstring).
+    """
+
+    def __init__(
+        self, *, clock: Callable[[], float] = time.time, max_records: int = MAX_RECORDS
+    ) -> None:
+        if max_records < 1:
+            raise ValueError("max_records must be at least 1")
         self._clock = clock
+        self.max_records = max_records
         self._records: dict[_Address, Record] = {}
         self._index: dict[tuple[str, str], set[str]] = {}
         self._deadlines: list[tuple[float, _Address]] = []
@@ -54,6 +75,7 @@ class MemoryStore(Store):
             return None
         if limit is not None and self._count(owner, group, now, limit) >= limit:
             raise LimitExceeded(limit)
+        self._make_room(address, now)
         return self._put(address, Record(value, 1, expires_at))
 
     async def get(
@@ -91,14 +113,39 @@ class MemoryStore(Store):
 
     async def incr(self, owner: str, group: str, key: str, *, expires_at: float) -> int:
         address = (owner, group, key)
-        record = self._live(address, self._reclaim())
+        now = self._reclaim()
+        record = self._live(address, now)
         if record is None:
+            self._make_room(address, now)
             self._put(address, Record(b"1", 1, expires_at))
             return 1
         count = record.version + 1
         # Same expiry: no new deadline on the heap.
         self._records[address] = Record(str(count).encode(), count, record.expires_at)
         return count
+
+    async def retire(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        *,
+        into: str,
+        value: bytes,
+        expires_at: float,
+        version: int | None = None,
+        keep: int | None = None,
+    ) -> bool:
+        now = self._reclaim()
+        address = (owner, group, key)
+        record = self._live(address, now)
+        if record is None or (version is not None and record.version != version):
+            return False
+        self._drop(address)
+        self._put((owner, into, key), Record(value, 1, expires_at))
+        if keep is not None:
+            self._trim(owner, into, key, now, keep)
+        return True
 
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         now = self._reclaim()
@@ -114,6 +161,35 @@ class MemoryStore(Store):
         for key in list(keys):
             self._live((owner, group, key), now)
         return len(self._index.get((owner, group), ()))
+
+    def _trim(self, owner: str, group: str, kept: str, now: float, keep: int) -> None:
+        """Drop ``(owner, group)``'s records beyond ``keep``, soonest to expire first."""
+        keys = self._index.get((owner, group), set())
+        if len(keys) <= keep:
+            return
+        live = [(owner, group, key) for key in list(keys) if key != kept]
+        records = [(r.expires_at, a) for a in live if (r := self._live(a, now)) is not None]
+        excess = len(records) + 1 - keep
+        if excess > 0:
+            for _, address in heapq.nsmallest(excess, records):
+                self._drop(address)
+
+    def _make_room(self, address: _Address, now: float) -> None:
+        """Raise ``StoreFull`` if adding a record at ``address`` would pass ``max_records``."""
+        if len(self._records) < self.max_records or address in self._records:
+            return
+        self._reclaim_all(now)
+        if len(self._records) >= self.max_records:
+            raise StoreFull(f"the memory store holds its most records ({self.max_records})")
+
+    def _reclaim_all(self, now: float) -> None:
+        """Drop every record whose deadline has passed (only when the store is full)."""
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][0] <= now:
+            _, address = heapq.heappop(deadlines)
+            record = self._records.get(address)
+            if record is not None and record.expires_at <= now:
+                self._drop(address)
 
     def _live(self, address: _Address, now: float) -> Record | None:
         record = self._records.get(address)

@@ -20,6 +20,17 @@ turn a success into a conflict (``create`` returning ``None``, ``replace``
 refusing its own version). The store raises ``StoreUnavailable`` instead, and
 the caller decides. A client passed in keeps its own retry settings.
 
+Errors: what Redis refuses before running a script (``OOM`` when it is out of
+memory under ``noeviction``, ``BUSY``, ``LOADING``, ``READONLY``, ``MISCONF``,
+cluster ``TRYAGAIN``/``CLUSTERDOWN``/``MASTERDOWN``) and a connection that could
+not be made raise ``StoreUnavailable`` with ``applied=False`` (``StoreFull`` for
+``OOM``); a timeout or a connection lost mid-request raises it with
+``applied=None``: the script may have run, or may still run when Redis wakes up.
+Any other error reply also becomes ``StoreUnavailable`` (``applied=None``, its
+code in the message, the reply as the cause), so no Redis exception leaves the
+store. Scripts carry flags (``stores._redis_lua``) so that Redis refuses the
+writes that add data up front when it is out of memory.
+
 Failover (Redis Cluster, or a replicated primary): Redis replicates
 asynchronously, and a method returns once the primary has applied it. A write
 acknowledged just before the primary dies can be missing on the replica that
@@ -50,15 +61,18 @@ try:
     from redis.backoff import NoBackoff
     from redis.commands.core import AsyncScript
     from redis.exceptions import (
+        BusyLoadingError,
         ClusterDownError,
         ClusterError,
+        MasterDownError,
         NoScriptError,
+        OutOfMemoryError,
         ReadOnlyError,
         RedisClusterException,
+        RedisError,
+        ResponseError,
         TryAgainError,
     )
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
     from redis.retry import Retry
     from redis.typing import EncodableT
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess
@@ -66,20 +80,22 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from . import _redis_lua
 from ._redis_wire import Wire
-from .base import LimitExceeded, Record, Store, StoreUnavailable
+from .base import LimitExceeded, Record, Store, StoreFull, StoreUnavailable
 
 __all__ = ["RedisStore"]
 
 _UNAVAILABLE = (
-    RedisConnectionError,  # includes BusyLoadingError and MaxConnectionsError
-    RedisTimeoutError,
-    ClusterDownError,  # includes MasterDownError
+    RedisError,  # connections, timeouts, error replies, cluster errors
     ClusterError,
-    TryAgainError,
-    ReadOnlyError,
     RedisClusterException,  # our scripts never cross slots: this is topology trouble
     OSError,
 )
+
+_REFUSED = (BusyLoadingError, ReadOnlyError, ClusterDownError, MasterDownError, TryAgainError)
+"""Errors Redis replies before running anything: the script did not run."""
+
+_REFUSED_CODES = frozenset({"BUSY", "MISCONF", "LOADING", "READONLY", "NOREPLICAS"})
+"""Error codes, from plain ``ResponseError`` replies, of a command refused before it ran."""
 
 _CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
@@ -121,8 +137,25 @@ def _unavailable() -> Iterator[None]:
 
 
 def _unavailable_error(exc: BaseException) -> StoreUnavailable:
-    # The class name only: messages may carry addresses; the cause keeps detail.
-    return StoreUnavailable(f"Redis is unavailable ({type(exc).__name__})")
+    """The ``StoreUnavailable`` for a Redis error (see the module docstring)."""
+    # The class name or error code only: messages may carry addresses; the cause
+    # keeps the detail.
+    if isinstance(exc, OutOfMemoryError):
+        return StoreFull("Redis is out of memory (OOM)")
+    if isinstance(exc, _REFUSED):
+        return StoreUnavailable(f"Redis refused the command ({type(exc).__name__})", applied=False)
+    if isinstance(exc, ResponseError):
+        code = str(exc).split(" ", 1)[0]
+        if code == "OOM":
+            return StoreFull("Redis is out of memory (OOM)")
+        name = code if code.isupper() and len(code) <= 20 else type(exc).__name__
+        applied = False if code in _REFUSED_CODES else None
+        return StoreUnavailable(f"Redis refused the command ({name})", applied=applied)
+    text = str(exc).lower()
+    # Not connected, or no connection to send on: nothing was sent.
+    sent = "connecting" not in text and "no connection available" not in text
+    applied = None if sent else False
+    return StoreUnavailable(f"Redis is unavailable ({type(exc).__name__})", applied=applied)
 
 
 class RedisStore(Store):
@@ -132,6 +165,9 @@ class RedisStore(Store):
         client: A client with ``decode_responses=False``; the store does not close it.
         namespace: Prefix of every key; must not contain ``{`` or ``}``.
         clock: Unix time in seconds; the contract's notion of now.
+        script_flags: Open each script with its flags (needs Redis 7+), so that
+            Redis refuses the writes that add data, before they run, when it is out
+            of memory; pass ``False`` for a server or a fake without them.
     """
 
     def __init__(
@@ -140,6 +176,7 @@ class RedisStore(Store):
         *,
         namespace: str = "mcp-handles",
         clock: Callable[[], float] = time.time,
+        script_flags: bool = True,
     ) -> None:
         if "{" in namespace or "}" in namespace:
             raise ValueError("namespace must not contain '{' or '}' (hash tag syntax)")
@@ -152,12 +189,17 @@ class RedisStore(Store):
         self._discovered = not isinstance(client, RedisCluster)
         self._discovering = asyncio.Lock()
         self._wire: Wire | None = None  # see from_url
-        self._create = client.register_script(_redis_lua.CREATE)
-        self._get = client.register_script(_redis_lua.GET)
-        self._replace = client.register_script(_redis_lua.REPLACE)
-        self._delete = client.register_script(_redis_lua.DELETE)
-        self._list = client.register_script(_redis_lua.LIST)
-        self._incr = client.register_script(_redis_lua.INCR)
+
+        def script(name: str) -> AsyncScript:
+            return client.register_script(_redis_lua.flagged(name, script_flags))
+
+        self._create = script("CREATE")
+        self._get = script("GET")
+        self._replace = script("REPLACE")
+        self._delete = script("DELETE")
+        self._list = script("LIST")
+        self._incr = script("INCR")
+        self._retire = script("RETIRE")
 
     @classmethod
     def from_url(
@@ -254,6 +296,35 @@ class RedisStore(Store):
         now = self._clock()
         args = (_time(expires_at), _px(expires_at, now))
         return int(await self._run(self._incr, owner, group, key, now, *args))
+
+    async def retire(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        *,
+        into: str,
+        value: bytes,
+        expires_at: float,
+        version: int | None = None,
+        keep: int | None = None,
+    ) -> bool:
+        now = self._clock()
+        prefix, index = self._keys(owner, group)
+        new_prefix, new_index = self._keys(owner, into)
+        keys = [prefix + key, index, new_prefix + key, new_index]
+        expected: EncodableT = "" if version is None else version
+        cap: EncodableT = "" if keep is None else keep
+        args: list[EncodableT] = [
+            _time(now),
+            key,
+            value,
+            _time(expires_at),
+            _px(expires_at, now),
+            expected,
+            cap,
+        ]
+        return bool(await self._script(self._retire, keys, args))
 
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         prefix, index = self._keys(owner, group)

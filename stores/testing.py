@@ -27,6 +27,7 @@ from ._conformance import (
     CounterCases,
     ExpiryCases,
     LimitCases,
+    RetireCases,
 )
 from ._harness import ManualClock as ManualClock
 from ._harness import StoreHarness as StoreHarness
@@ -35,5 +36,7 @@ __all__ = ["ManualClock", "StoreConformance", "StoreHarness"]
 
 
 @pytest.mark.anyio
-class StoreConformance(BasicCases, LimitCases, ExpiryCases, ConcurrencyCases, CounterCases):
+class StoreConformance(
+    BasicCases, LimitCases, ExpiryCases, ConcurrencyCases, CounterCases, RetireCases
+):
     """Every test of the store contract; subclass it and provide ``store_harness``."""

@@ -1,4 +1,4 @@
-"""Where the Node tools live (Node 22, the conformance suite, the Inspector CLI).
+"""Where the Node tools live (Node 22, the conformance suite, the Inspector CLI, the TS SDK v1).
 
 ``.ci/install-node-tools`` installs them into ``$MCP_HANDLES_NODE_DIR`` (default
 ``~/.cache/mcp-handles-node``). Tests that need them are skipped without them,
@@ -41,17 +41,21 @@ class NodeTools:
         return {**os.environ, "PATH": f"{self.node_dir}{os.pathsep}{path}"}
 
 
-def require_node_tools(*commands: str) -> NodeTools:
-    """The Node tools, if ``commands`` are installed; else skip (fail when ``$CI`` is set)."""
+def require_node_tools(*commands: str, packages: tuple[str, ...] = ()) -> NodeTools:
+    """The Node tools, if ``commands`` and ``packages`` (npm names, for ``require``) are
+    installed; else skip (fail when ``$CI`` is set)."""
     tools = NodeTools(NODE_DIR)
     missing = [c for c in commands if not tools.bin(c).exists()]
+    modules = tools.root / "node_modules"
+    missing += [p for p in packages if not (modules / p / "package.json").exists()]
     if not (tools.node_dir / "node").exists():
         missing.insert(0, "node")
     if not missing:
         return tools
     message = (
         f"{', '.join(missing)} not installed in {NODE_DIR}: run .ci/install-node-tools "
-        "(needs npm) to install Node 22, the conformance suite and the Inspector"
+        "(needs npm) to install Node 22, the conformance suite, the Inspector and the "
+        "TypeScript SDK v1"
     )
     if os.environ.get("CI"):
         pytest.fail(message)

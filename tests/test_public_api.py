@@ -35,6 +35,7 @@ HANDLES_API = {
     "ImageContent",
     "InputRequired",
     "Lifetime",
+    "OutcomeUnknown",
     "Principal",
     "QuotaExceeded",
     "RateLimit",
@@ -43,6 +44,7 @@ HANDLES_API = {
     "ResourceLink",
     "SecretKeys",
     "Server",
+    "StorageFull",
     "StorageUnavailable",
     "TextContent",
     "Tool",
@@ -59,6 +61,7 @@ STORES_API = {
     "RedisStore",
     "Store",
     "StoreError",
+    "StoreFull",
     "StoreUnavailable",
 }
 

@@ -2,7 +2,8 @@
 
 ``Server`` (``dispatch.py``) answers parsed JSON-RPC messages; ``Tool`` (``tools.py``)
 turns a typed function into a tool; ``content``, ``context`` and ``ratelimit`` are
-what a tool returns, receives and is limited by; ``jsonrpc`` and ``protocol`` read
+what a tool returns, receives and is limited by (``client_requests``: what the
+context's requests to the client raise); ``jsonrpc`` and ``protocol`` read
 and write the wire. The transports in ``handles.transports`` carry the messages.
 
 The core knows nothing of handles: from the handle layer it imports only
@@ -10,6 +11,11 @@ The core knows nothing of handles: from the handle layer it imports only
 """
 
 from ..errors import ToolError as ToolError
+from .client_requests import ClientCancelled as ClientCancelled
+from .client_requests import ClientRequestError as ClientRequestError
+from .client_requests import ClientTimeout as ClientTimeout
+from .client_requests import ClientUnsupported as ClientUnsupported
+from .client_requests import NotSupported as NotSupported
 from .content import AudioContent as AudioContent
 from .content import EmbeddedResource as EmbeddedResource
 from .content import ImageContent as ImageContent
@@ -17,7 +23,10 @@ from .content import InputRequired as InputRequired
 from .content import ResourceLink as ResourceLink
 from .content import TextContent as TextContent
 from .content import ToolResult as ToolResult
+from .context import Confirmation as Confirmation
 from .context import Context as Context
+from .context import Elicited as Elicited
+from .context import Sampled as Sampled
 from .dispatch import DEFAULT_MAX_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES
 from .dispatch import Connection as Connection
 from .dispatch import Server as Server
@@ -31,16 +40,24 @@ from .tools import ToolFunction as ToolFunction
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
     "AudioContent",
+    "ClientCancelled",
+    "ClientRequestError",
+    "ClientTimeout",
+    "ClientUnsupported",
+    "Confirmation",
     "Connection",
     "Context",
+    "Elicited",
     "EmbeddedResource",
     "ImageContent",
     "InputRequired",
+    "NotSupported",
     "ProtocolError",
     "RateLimit",
     "RateLimited",
     "RateLimiter",
     "ResourceLink",
+    "Sampled",
     "Server",
     "TextContent",
     "Tool",

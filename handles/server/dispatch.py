@@ -18,7 +18,8 @@ from ..principal import Principal
 from ._listing import ToolPages
 from ._outputs import error_result
 from ._validation import shorten
-from .context import Context, Notify
+from .client_requests import PendingRequests
+from .context import DEFAULT_MAX_LOG_BYTES, Context, Notify, Peer
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -32,6 +33,7 @@ from .jsonrpc import (
 from .protocol import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,
+    LOG_LEVELS,
     SERVER_INFO,
     SUPPORTED_VERSIONS,
     Era,
@@ -61,12 +63,18 @@ class Connection:
     """What a transport knows about its peer: who it is and which era it speaks.
 
     ``era`` is fixed by the transport when it can tell (HTTP routes by header);
-    ``None`` means each message says (stdio).
+    ``None`` means each message says (stdio). The rest is what the 2025-era
+    handshake set up: the capabilities ``initialize`` declared, the level
+    ``logging/setLevel`` asked for, and ``pending``, where the transport takes the
+    answers to requests sent to the client (``None``: it cannot carry them).
     """
 
     principal: Principal
     era: Era | None = None
     legacy_version: str = field(default=LATEST_LEGACY_VERSION)
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    log_level: str | None = None
+    pending: PendingRequests | None = None
     #: Set by a transport that refused the call from its headers alone (an
     #: ``Mcp-Param-*`` screen): ``tools/call`` answers with this ``isError`` text
     #: and neither validates the arguments nor runs the tool.
@@ -89,6 +97,8 @@ class Server:
         max_result_bytes: The largest ``tools/call`` response sent, in bytes of
             JSON; a bigger result is replaced by an error saying so. ``None``
             sends any size.
+        max_log_bytes: The largest ``data`` of a log message sent to a client
+            (``Context.log``); bigger data is cut, with a note saying so.
     """
 
     def __init__(
@@ -102,10 +112,12 @@ class Server:
         cache_scope: CacheScope = "public",
         rate_limit: RateLimiter | None = None,
         max_result_bytes: int | None = DEFAULT_MAX_RESULT_BYTES,
+        max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     ) -> None:
         self.info: dict[str, Any] = {"name": name, "version": version or _package_version()}
         self.rate_limit = rate_limit
         self.max_result_bytes = max_result_bytes
+        self.max_log_bytes = max_log_bytes
         self.instructions = instructions
         self._tools: dict[str, Tool] = {}
         self._pages = ToolPages(page_size)
@@ -239,15 +251,25 @@ class Server:
             return self._initialize(params, connection)
         if method == "ping":
             return {}
+        if method == "logging/setLevel":
+            level = params.get("level")
+            if level not in LOG_LEVELS:
+                levels = ", ".join(LOG_LEVELS)
+                text = f'logging/setLevel "level" must be one of {levels}'
+                raise ProtocolError(INVALID_PARAMS, text)
+            connection.log_level = level
+            return {}
         raise _not_found(method, "legacy")
 
     def _initialize(self, params: dict[str, Any], connection: Connection) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY_VERSION
         connection.legacy_version = version
+        capabilities = params.get("capabilities")
+        connection.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {}, "logging": {}},
             "serverInfo": self.info,
         }
         if self.instructions:
@@ -257,7 +279,7 @@ class Server:
     def _discover(self) -> dict[str, Any]:
         result: dict[str, Any] = {
             "supportedVersions": list(SUPPORTED_VERSIONS),
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {}, "logging": {}},
             **self._cache,
         }
         if self.instructions:
@@ -290,6 +312,7 @@ class Server:
             refused = await self._refusal(connection.principal, name)
             if refused is not None:
                 return refused
+        legacy = meta.era == "legacy"
         context = Context(
             connection.principal,
             name,
@@ -298,6 +321,9 @@ class Server:
             params.get("inputResponses"),
             params.get("requestState"),
             notify,
+            connection.log_level if legacy else meta.log_level,
+            Peer(connection.client_capabilities, connection.pending) if legacy else None,
+            self.max_log_bytes,
         )
         started = time.perf_counter()
         result = await tool.call(arguments, context)

@@ -116,14 +116,15 @@ def error_response(id: Id | None, error: ProtocolError) -> Message:
     return {"jsonrpc": "2.0", "id": id, "error": error.to_error()}
 
 
-def parse(data: bytes | str) -> Message:
+def parse(data: bytes | str, *, responses: bool = False) -> Message:
     """Parse one message; raise ``ProtocolError`` for anything that is not one.
 
     The result has a string ``method``, a dict ``params`` (``{}`` when absent)
     and, for requests, an ``id`` that is a string or an integer. Responses sent
-    to us (a ``result`` or ``error`` without ``method``) are refused too: this
-    server never sends requests, so it expects none back. JSON nested deeper
-    than ``MAX_DEPTH`` is refused before it is parsed (its id is not read), so
+    to us (a ``result`` or ``error`` without ``method``) are refused too, unless
+    ``responses``: then one with a string id is returned as it is (it answers a
+    request the server sent; the caller tells them apart by the missing ``method``).
+    JSON nested deeper than ``MAX_DEPTH`` is refused before it is parsed (its id is not read), so
     neither the parser nor anything after it recurses deep. Bytes must be
     strict UTF-8: ``json.loads`` alone would also take UTF-16 and UTF-8-encoded
     surrogates.
@@ -133,6 +134,8 @@ def parse(data: bytes | str) -> Message:
             INVALID_REQUEST, f"Invalid Request: JSON nested more than {MAX_DEPTH} levels deep"
         )
     message = _loads(data)
+    if responses and _is_response(message):
+        return message  # type: ignore[no-any-return]
     if not isinstance(message, dict):
         kind = "a batch (JSON array)" if isinstance(message, list) else type(message).__name__
         raise ProtocolError(
@@ -188,6 +191,16 @@ def _check_envelope(message: Message) -> None:
         message["params"] = {}
     elif not isinstance(params, dict):
         raise _invalid(message, 'Invalid Request: "params" must be an object')
+
+
+def _is_response(message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and message.get("jsonrpc") == "2.0"
+        and "method" not in message
+        and isinstance(message.get("id"), str)
+        and ("result" in message) != ("error" in message)
+    )
 
 
 def _invalid(message: Message, text: str) -> ProtocolError:

@@ -15,6 +15,7 @@ from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, ProtocolError
 __all__ = [
     "LATEST_LEGACY_VERSION",
     "LEGACY_VERSIONS",
+    "LOG_LEVELS",
     "MODERN_VERSIONS",
     "SUPPORTED_VERSIONS",
     "Era",
@@ -31,17 +32,26 @@ PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""The RFC 5424 severities MCP logging uses, least severe first."""
 
 Era = Literal["modern", "legacy"]
 
 
 @dataclass(frozen=True, slots=True)
 class RequestMeta:
-    """What one request says about itself: its version, capabilities and progress token."""
+    """What one request says about itself: version, capabilities, progress token, log level.
+
+    ``log_level`` is the least severe level the client wants as
+    ``notifications/message`` for this request (2026-07-28 ``_meta`` logLevel);
+    ``None`` means no log messages.
+    """
 
     version: str
     client_capabilities: dict[str, Any]
     progress_token: str | int | None = None
+    log_level: str | None = None
 
     @property
     def era(self) -> Era:
@@ -68,7 +78,10 @@ def read_modern_meta(params: dict[str, Any]) -> RequestMeta:
         raise unsupported_version(version)
     if not isinstance(capabilities, dict):
         raise ProtocolError(INVALID_PARAMS, f"params._meta.{CLIENT_CAPABILITIES} must be an object")
-    return RequestMeta(version, capabilities, _progress_token(meta))
+    level = meta.get(LOG_LEVEL)
+    return RequestMeta(
+        version, capabilities, _progress_token(meta), level if level in LOG_LEVELS else None
+    )
 
 
 def legacy_meta(params: dict[str, Any], version: str) -> RequestMeta:

@@ -16,22 +16,33 @@ the window. Each caller's windows start at an offset taken from its digest, so
 callers' windows do not all reset at the same instant.
 
 If the store cannot be reached, calls are refused (fail closed) with a message
-to retry shortly: a limit that lapses whenever the store is slow is no limit.
+to retry shortly: a limit that lapses whenever the store is slow is no limit. A
+full store (``StoreFull``) refuses with its own text, and any other exception
+from the store is logged and refused the same way, so the limiter only ever
+raises ``ToolError``: no call becomes a JSON-RPC internal error here.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from stores.base import Store, StoreUnavailable
+from stores.base import Store, StoreFull, StoreUnavailable
 
 from ..errors import ToolError
 from ..principal import Principal
 
 __all__ = ["RateLimit", "RateLimited", "RateLimiter"]
+
+_log = logging.getLogger("handles.server")
+
+_NOT_COUNTED = (
+    "This call was not run: the server could not check its rate limit just now. "
+    "Retry it in a few seconds."
+)
 
 _UNITS = {1.0: "second", 60.0: "minute", 3600.0: "hour", 86400.0: "day"}
 
@@ -127,10 +138,15 @@ class RateLimiter:
         key = f"{scope}:{per:g}:{window}"
         try:
             count = await self._store.incr(principal.digest, self._group, key, expires_at=ends)
-        except StoreUnavailable:
+        except StoreFull:
             raise ToolError(
-                "This call was not run: the server could not check its rate limit just now. "
-                "Retry it in a few seconds."
+                "This call was not run: the server's store is full, so it could not count "
+                "the call against its rate limit. This clears when the server frees space."
             ) from None
+        except StoreUnavailable:
+            raise ToolError(_NOT_COUNTED) from None
+        except Exception:
+            _log.exception("rate limit: the store failed to count a call")
+            raise ToolError(_NOT_COUNTED) from None
         if count > limit.calls:
             raise RateLimited(limit, max(1, math.ceil(ends - now)), tool)

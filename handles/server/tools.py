@@ -26,7 +26,7 @@ from ._docstrings import split_docstring
 from ._outputs import Output, error_result, output_for
 from ._validation import describe_errors
 from .content import Content, InputRequired, ToolResult
-from .context import Context
+from .context import Context, InputNeeded
 from .jsonrpc import ProtocolError
 
 __all__ = ["X_MCP_HEADER", "Tool", "ToolError", "ToolFunction", "param_headers"]
@@ -116,6 +116,8 @@ class Tool:
         try:
             value = await self.fn(**kwargs) if self.is_async else await self._run(kwargs)
             return self._convert(value)
+        except InputNeeded as needed:  # Context.confirm asks a 2026-07-28 client
+            return needed.result.to_wire()
         except ToolError as exc:
             return error_result(str(exc))
         except ProtocolError:

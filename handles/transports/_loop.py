@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ..server.client_requests import PendingRequests
 from ..server.dispatch import Connection, Server
 from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, as_id, error_response, parse
 
@@ -41,11 +42,37 @@ def asyncio_loop() -> asyncio.AbstractEventLoop | None:
     return loop if current_async_library() == "asyncio" else None
 
 
+class _Wakeup:
+    """An idle worker's ``anyio.Event``, on asyncio as a bare future.
+
+    ``anyio.Event`` wraps ``asyncio.Event``, which makes a future per wait (and on
+    Python 3.11 looks the loop up with a ``getpid()`` system call), at every call when
+    one call is in flight. Cancelling the waiting task cancels the future, as with
+    any asyncio await.
+    """
+
+    __slots__ = ("_future",)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._future: asyncio.Future[None] = loop.create_future()
+
+    def set(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+    async def wait(self) -> None:
+        await self._future
+
+
 class TooLong:
     """Marks an incoming message that was dropped for exceeding the size limit."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
+
+
+Deliver = Callable[[bytes], bool]
+"""Takes one incoming line at once if it can (see ``serve_messages``)."""
 
 
 async def serve_messages(
@@ -55,10 +82,23 @@ async def serve_messages(
     send: Send,
     *,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    direct: Callable[[Deliver], None] | None = None,
 ) -> None:
-    """Serve until ``incoming`` ends; then let in-flight requests finish (bounded)."""
+    """Serve until ``incoming`` ends; then let in-flight requests finish (bounded).
+
+    A transport whose reads arrive in callbacks can pass ``direct``: it is called
+    once with a function that takes a line there and then (a request while the
+    queue has room, a notification) and returns ``True``, or returns ``False`` and
+    leaves the line to ``incoming``, which must then yield it, and every line after
+    it until it has caught up, so that order is kept. That spares each read a hop
+    through the reader task.
+    """
+    if connection.pending is None:  # where answers to the server's requests go
+        connection.pending = PendingRequests()
     async with anyio.create_task_group() as tg:
         loop = _Loop(server, connection, send, max_concurrency, tg)
+        if direct is not None:
+            direct(loop.receive_nowait)
         async for data in incoming:
             await loop.receive(data)
         loop.close()
@@ -90,9 +130,32 @@ class _Loop:
         self.in_flight: dict[Any, anyio.CancelScope] = {}
         self.workers = 0
         self.coming = False  # a worker is woken or started and has not yet looked
-        self.idle: list[anyio.Event] = []  # one per worker waiting for a request
+        self.idle: list[anyio.Event | _Wakeup] = []  # one per worker waiting for a request
         self.space: anyio.Event | None = None  # set when the reader may go on
         self.closing = False
+        # What an idle worker waits on: a bare future on asyncio (see _Wakeup), else
+        # the running backend's Event class (anyio.Event() looks the backend up on
+        # every call).
+        loop = asyncio_loop()
+        self.new_event: Callable[[], anyio.Event | _Wakeup] = (
+            type(anyio.Event()) if loop is None else lambda: _Wakeup(loop)
+        )
+
+    def receive_nowait(self, data: bytes) -> bool:
+        """``receive`` if it needs no waiting and sends nothing, else ``False``."""
+        try:
+            message = parse(data)
+        except ProtocolError:
+            return False  # ``receive`` parses it again and sends the error
+        if "id" not in message:
+            if message["method"] == "notifications/cancelled":
+                self._cancel(message["params"].get("requestId"))
+            return True
+        if len(self.queue) >= self.max_queued:
+            return False
+        self.queue.append(message)
+        self._call_worker()
+        return True
 
     async def receive(self, data: bytes | TooLong) -> None:
         if isinstance(data, TooLong):
@@ -100,9 +163,16 @@ class _Loop:
             await self._send(error_response(None, ProtocolError(INVALID_REQUEST, text)))
             return
         try:
-            message = parse(data)
+            message = parse(data, responses=True)
         except ProtocolError as exc:
             await self._send(error_response(exc.id, exc))
+            return
+        if "method" not in message:
+            if not self._answered(message):
+                try:
+                    parse(data)  # not an answer we wait for: refused as any response is
+                except ProtocolError as exc:
+                    await self._send(error_response(exc.id, exc))
             return
         if "id" in message:
             while len(self.queue) >= self.max_queued:
@@ -112,6 +182,11 @@ class _Loop:
             self._call_worker()
         elif message["method"] == "notifications/cancelled":
             self._cancel(message["params"].get("requestId"))
+
+    def _answered(self, message: Message) -> bool:
+        """Hand a client's response to the request of ours that waits for it."""
+        pending = self.connection.pending
+        return pending is not None and pending.answer(message, self.connection.principal)
 
     def _call_worker(self) -> None:
         """Make sure a worker is on its way to the queue (wake one, or start one)."""
@@ -165,7 +240,7 @@ class _Loop:
         return False  # the scope caught its own cancellation
 
     async def _idle(self) -> None:
-        event = anyio.Event()
+        event = self.new_event()
         self.idle.append(event)
         try:
             await event.wait()
@@ -194,6 +269,9 @@ class _Loop:
         id = as_id(requested)
         if id is None:
             return
+        pending = self.connection.pending
+        if pending is not None and pending.cancel(id, self.connection.principal):
+            return  # one of our requests to the client: its tool call sees ClientCancelled
         scope = self.in_flight.get(id)
         if scope is not None:
             logger.debug("request %r cancelled by the client", id)

@@ -4,8 +4,14 @@
 framework; ``serve_http(server)`` runs it with uvicorn (the ``http`` extra).
 It is stateless: every request gets a fresh ``Connection`` and no session id.
 The ``MCP-Protocol-Version`` header picks the era of each request. Replies are
-JSON, or SSE for a request whose tool reports progress; a client that closes
-that stream (or leaves before it starts) cancels the tool.
+JSON, or SSE for a request whose tool reports progress or logs; a client that
+closes that stream (or leaves before it starts) cancels the tool.
+
+In the 2025 era a tool may ask the client (elicitation, sampling): the request
+goes out on the ``tools/call`` POST's SSE stream and the client answers with a
+new POST, which this app hands to the waiting call by the request's id. The
+answer must reach the replica that asked (and the ``initialize`` that declared
+the capability, the same replica): see ``docs/context.md``.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from typing import Any
 import anyio
 
 from ..principal import Principal
+from ..server.client_requests import PendingRequests
 from ..server.dispatch import Connection, Server
-from ..server.jsonrpc import Message, ProtocolError, error_response, parse
+from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
 from ..server.protocol import MODERN_VERSIONS
 from . import _param_headers
 from ._http_checks import (
@@ -30,6 +37,7 @@ from ._http_checks import (
     request_era,
     status_for,
 )
+from ._http_peers import LegacyPeers
 from ._http_reply import (
     Receive,
     Reply,
@@ -75,6 +83,7 @@ def http_app(
     allowed_origins: Iterable[str] = DEFAULT_ALLOWED_ORIGINS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     principal: Principal | None = None,
+    replica: str | None = None,
 ) -> HttpApp:
     """The ASGI app serving ``server`` at ``path``.
 
@@ -94,6 +103,9 @@ def http_app(
         max_body_bytes: Larger request bodies get 413.
         principal: The caller when there is no verifier; by default
             ``Principal.from_environment()``.
+        replica: This replica's name, the prefix of the ids of its requests to
+            clients (so an answer that reached the wrong replica is told apart);
+            random by default.
 
     Raises:
         ValueError: ``verifier`` without an absolute ``resource_url``.
@@ -113,6 +125,7 @@ def http_app(
         allowed_origins=AllowList(allowed_origins),
         max_body_bytes=max_body_bytes,
         principal=principal or Principal.from_environment(),
+        replica=replica,
     )
 
 
@@ -129,8 +142,11 @@ class HttpApp:
         allowed_origins: AllowList,
         max_body_bytes: int,
         principal: Principal,
+        replica: str | None = None,
     ) -> None:
         self.server, self.path, self.auth, self.principal = server, path, auth, principal
+        self.pending = PendingRequests(replica)
+        self.peers = LegacyPeers()
         self._hosts, self._origins = allowed_hosts, allowed_origins
         self._limit = max_body_bytes
         self._metadata_paths = {WELL_KNOWN, WELL_KNOWN + path.rstrip("/")}
@@ -222,7 +238,10 @@ class HttpApp:
             await reject(send, 406, "Not Acceptable: accept application/json or text/event-stream")
             return
         try:
-            message = parse(body)
+            message = parse(body, responses=True)
+            if "method" not in message:
+                await self._answer(message, principal, send)
+                return
             era, version = request_era(headers.get(b"mcp-protocol-version"), message)
             if era == "modern":
                 method, name = headers.get(b"mcp-method"), headers.get(b"mcp-name")
@@ -232,16 +251,42 @@ class HttpApp:
             await send_json(send, 400, error_response(exc.id, exc))
             return
         if "id" not in message:
+            if message["method"] == "notifications/cancelled":  # of a request we sent?
+                self.pending.cancel(message["params"].get("requestId"), principal)
             await send_response(send, 202)
             return
-        connection = Connection(principal, era, version, refusal)
+        connection = Connection(principal, era, version)
+        connection.refusal = refusal
+        asks = False
+        if era == "legacy":
+            self.peers.load(principal, connection)
+            if accept.sse:
+                connection.pending = self.pending
+                asks = message["method"] == "tools/call" and self.peers.asks(principal)
         reply = Reply(send, json=accept.json, sse=accept.sse, encode=self.server.encode)
-        if accept.sse and _wants_progress(message):
+        if accept.sse and (asks or _wants_progress(message)):
             response = await _cancellable(self.server, message, connection, reply, receive)
         else:
             response = await self.server.handle(message, connection, reply.notify)
+        if era == "legacy" and response is not None and "result" in response:
+            self.peers.save(message["method"], principal, connection)
         if response is not None:
             await reply.finish(status_for(response, era), response)
+
+    async def _answer(self, message: Message, principal: Principal, send: Send) -> None:
+        """A client's answer to a request this server sent: to the call that waits, 202."""
+        if self.pending.answer(message, principal):
+            await send_response(send, 202)
+            return
+        if self.pending.is_ours(message):
+            text = "the request this answers is no longer waiting (it timed out or was cancelled)"
+        else:
+            text = (
+                "no request with this id is waiting on this server; an answer must reach the "
+                "replica that sent the request"
+            )
+        error = ProtocolError(INVALID_REQUEST, f"Invalid Request: {text}")
+        await send_json(send, 400, error_response(None, error))
 
     async def _caller(self, headers: RequestHeaders, send: Send) -> Principal | None:
         """The request's principal; ``None`` once a challenge has been sent."""

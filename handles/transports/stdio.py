@@ -19,7 +19,7 @@ import anyio
 
 from ..principal import Principal
 from ..server.dispatch import Connection, Server
-from ._loop import DEFAULT_MAX_CONCURRENCY, TooLong, asyncio_loop, serve_messages
+from ._loop import DEFAULT_MAX_CONCURRENCY, Deliver, TooLong, asyncio_loop, serve_messages
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "serve_stdio"]
 
@@ -46,9 +46,15 @@ async def serve_stdio(
     os.set_blocking(stdin, False)
     os.set_blocking(stdout, False)
     try:
-        lines = read_lines(stdin, max_line_bytes)
+        direct = _Direct()
+        lines = read_lines(stdin, max_line_bytes, direct)
         await serve_messages(
-            server, connection, lines, writer.send, max_concurrency=max_concurrency
+            server,
+            connection,
+            lines,
+            writer.send,
+            max_concurrency=max_concurrency,
+            direct=direct,
         )
         await writer.drain()
     finally:
@@ -56,10 +62,25 @@ async def serve_stdio(
         os.set_blocking(stdout, was_blocking[1])
 
 
-async def read_lines(fd: int, limit: int) -> AsyncIterator[bytes | TooLong]:
-    """Yield each non-blank line of ``fd``; a line over ``limit`` bytes yields ``TooLong``."""
+class _Direct:
+    """Holds what ``serve_messages`` passes to ``direct``, for the pipe reader to call."""
+
+    deliver: Deliver | None = None
+
+    def __call__(self, deliver: Deliver) -> None:
+        self.deliver = deliver
+
+
+async def read_lines(
+    fd: int, limit: int, direct: _Direct | None = None
+) -> AsyncIterator[bytes | TooLong]:
+    """Yield each non-blank line of ``fd``; a line over ``limit`` bytes yields ``TooLong``.
+
+    On an asyncio pipe, lines that ``direct.deliver`` takes as they are read are not
+    yielded (see ``serve_messages``).
+    """
     loop = asyncio_loop()
-    pipe = None if loop is None else await _open_pipe(loop, fd, limit)
+    pipe = None if loop is None else await _open_pipe(loop, fd, limit, direct or _Direct())
     if pipe is None:
         lines = _Lines(limit)
         while chunk := await _read(fd):
@@ -72,7 +93,9 @@ async def read_lines(fd: int, limit: int) -> AsyncIterator[bytes | TooLong]:
     try:
         while True:
             while reader.ready:
+                reader.holding = True  # until the loop is done with this line
                 yield reader.ready.popleft()
+                reader.holding = False
                 if reader.paused and len(reader.ready) <= _RESUME_AT:
                     reader.paused = False
                     transport.resume_reading()
@@ -128,9 +151,11 @@ _PAUSE_AT, _RESUME_AT = 256, 64  # lines read ahead of the message loop
 class _PipeReader(asyncio.Protocol):
     """Lines from an asyncio read-pipe transport, for ``read_lines`` to hand out."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, direct: _Direct) -> None:
         self.lines = _Lines(limit)
+        self.direct = direct
         self.ready: deque[bytes | TooLong] = deque()
+        self.holding = False
         self.done = False
         self.paused = False
         self.error: BaseException | None = None
@@ -141,8 +166,19 @@ class _PipeReader(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.ready.extend(self.lines.feed(data))
-        if not self.ready:
+        deliver, ready = self.direct.deliver, self.ready
+        for line in self.lines.feed(data):
+            # Once a line waits in ``ready`` (or is being handled from there), the
+            # ones after it wait too: order holds.
+            if (
+                ready
+                or self.holding
+                or deliver is None
+                or type(line) is not bytes
+                or not deliver(line)
+            ):
+                ready.append(line)
+        if not ready:
             return
         if len(self.ready) >= _PAUSE_AT and not self.paused and self.transport is not None:
             self.paused = True
@@ -160,7 +196,7 @@ class _PipeReader(asyncio.Protocol):
 
 
 async def _open_pipe(
-    loop: asyncio.AbstractEventLoop, fd: int, limit: int
+    loop: asyncio.AbstractEventLoop, fd: int, limit: int, direct: _Direct
 ) -> tuple[asyncio.ReadTransport, _PipeReader] | None:
     """A pipe transport on a duplicate of ``fd`` (closing it leaves ``fd`` open), or
     ``None`` unless ``fd`` is a pipe or a socket.
@@ -172,7 +208,7 @@ async def _open_pipe(
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         return None
     pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
-    transport, reader = await loop.connect_read_pipe(lambda: _PipeReader(limit), pipe)
+    transport, reader = await loop.connect_read_pipe(lambda: _PipeReader(limit, direct), pipe)
     # asyncio reads up to 256 KiB at a time; a buffer that large comes from mmap and is
     # then shrunk and unmapped: three system calls and a page fault per read. Reads
     # below malloc's mmap threshold (128 KiB) come from the heap.

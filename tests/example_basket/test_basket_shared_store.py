@@ -13,10 +13,13 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import CallToolResult
 
+from example_basket.app import LEDGER_OWNER, order_ledger
+from stores.redis import RedisStore
 from tests.redis_fixtures import RedisServer
 
-from .support import HANDLE_CALLS, closed, connect, ok, refused, server_params, unknown
+from .support import HANDLE_CALLS, call, closed, connect, ok, refused, server_params, unknown
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
 
@@ -107,3 +110,41 @@ async def test_concurrent_adds_through_two_processes_lose_nothing(
     }
     assert shown["total"] == 660.0
     await ok(replica, "close_basket", basket_id=basket_id)
+
+
+CHECKOUTS = 50
+
+
+async def test_fifty_concurrent_checkouts_on_two_replicas_place_one_order(
+    clients: tuple[Client, Client, Client], redis_server: RedisServer
+) -> None:
+    """Both replicas check one basket out 25 times at once: one close commits, its
+    ``on_commit`` places the one order in the ledger, and every call answers that order
+    (the same order id) or says the basket was checked out."""
+    alice, replica, _ = clients
+    basket_id = (await ok(alice, "create_basket"))["basket_id"]
+    await ok(alice, "add_item", basket_id=basket_id, sku="MUG-24", quantity=2)
+    results: list[CallToolResult] = []
+
+    async def checkout(client: Client) -> None:
+        results.append(await call(client, "checkout", basket_id=basket_id, confirm=True))
+
+    before = time.time()
+    async with anyio.create_task_group() as tg:
+        for n in range(CHECKOUTS):
+            tg.start_soon(checkout, (alice, replica)[n % 2])
+    after = time.time()
+    orders = [r.structured_content for r in results if not r.is_error]
+    texts = [r.content[0].text for r in results if r.is_error]  # type: ignore[union-attr]
+    assert len(results) == CHECKOUTS and orders
+    order_ids = {order["order_id"] for order in orders if order is not None}
+    assert len(order_ids) == 1, order_ids
+    assert all(order == orders[0] for order in orders)
+    for text in texts:
+        closed(basket_id, "checked out", text, before, after)
+    text = await refused(replica, "checkout", basket_id=basket_id, confirm=True)
+    closed(basket_id, "checked out", text, before, time.time())
+    async with RedisStore.from_url(f"{redis_server.url}/9") as store:
+        placed = await store.list(LEDGER_OWNER, order_ledger(basket_id))
+    assert set(placed) == order_ids
+    print(f"\n{CHECKOUTS} checkouts on 2 replicas: {len(placed)} order placed, {len(orders)} calls")

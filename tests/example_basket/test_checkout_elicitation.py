@@ -3,7 +3,8 @@
 On 2026-07-28 (pinned, or negotiated by ``auto``) the client declares elicitation, so
 checkout answers ``input_required`` with an ``elicitation/create`` request; mcp 2.3.0
 runs the callback and calls again with ``inputResponses`` by itself. A legacy client
-never gets asked: the server only elicits from clients that declare it per request.
+that declared elicitation is asked with ``elicitation/create`` during the call (see
+``test_checkout_legacy``); one that did not is told to pass ``confirm``.
 """
 
 from __future__ import annotations
@@ -181,8 +182,8 @@ async def test_a_yes_to_an_older_basket_asks_again_with_the_new_total(
     }
 
 
-async def test_a_legacy_client_is_never_asked(user: User) -> None:
-    async with connect(server_params("alice"), "legacy", elicitation_callback=user) as client:
+async def test_a_legacy_client_without_elicitation_is_not_asked(user: User) -> None:
+    async with connect(server_params("alice"), "legacy") as client:
         assert client.protocol_version == "2025-11-25"
         basket_id, shown = await filled_basket(client)
         user.will()

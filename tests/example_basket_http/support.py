@@ -153,13 +153,16 @@ def _wait_until_listening(server: DemoServer) -> bool:
 
 
 @asynccontextmanager
-async def connect(url: str, token: str, mode: str = "auto") -> AsyncIterator[Client]:
-    """The official client on ``url`` with a bearer token; connecting is bounded."""
+async def connect(
+    url: str, token: str, mode: str = "auto", **options: Any
+) -> AsyncIterator[Client]:
+    """The official client on ``url`` with a bearer token (``options`` as ``Client``'s)."""
     headers = {"authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(headers=headers, timeout=WAIT) as http:
         with anyio.fail_after(WAIT) as bound:
             transport = streamable_http_client(url, http_client=http)
-            async with Client(transport, mode=mode, read_timeout_seconds=WAIT) as client:
+            client = Client(transport, mode=mode, read_timeout_seconds=WAIT, **options)
+            async with client:
                 bound.deadline = math.inf
                 yield client
                 bound.deadline = anyio.current_time() + WAIT

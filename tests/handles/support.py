@@ -110,7 +110,7 @@ class FailingStore(CountingStore):
 
     async def _before(self, method: str) -> None:
         await super()._before(method)
-        raise StoreUnavailable("connection refused")
+        raise StoreUnavailable("connection refused", applied=False)
 
 
 @dataclass

@@ -41,7 +41,7 @@ def fake_server() -> fakeredis.FakeServer:
 async def fake_store(server: fakeredis.FakeServer) -> AsyncIterator[RedisStore]:
     """A store on its own client (its own connections) to ``server``."""
     client = fakeredis.FakeAsyncRedis(server=server, max_connections=256)
-    async with RedisStore(client) as store:
+    async with RedisStore(client, script_flags=False) as store:
         yield store
     await client.aclose()
 

@@ -81,7 +81,7 @@ class FlakyStore(MemoryStore):
 
     def _check(self) -> None:
         if self.down:
-            raise StoreUnavailable("connection refused")
+            raise StoreUnavailable("connection refused", applied=False)
 
     async def create(
         self,
@@ -517,10 +517,13 @@ async def test_a_close_conflicts_if_the_state_changed_after_the_handler_read_it(
     assert listed == {"result": [tally_id]}
 
 
-async def test_of_two_concurrent_closes_only_the_first_to_finish_closes() -> None:
+async def test_of_two_concurrent_closes_one_commits_and_both_return_its_result() -> None:
+    """The slow close read the same version but lost: it answers the winner's result, the
+    one committed with the tombstone, never a second result of its own."""
     app = build()
     async with app.connect() as alice:
         tally_id = await alice.create()
+        await alice.ok("bump", tally_id=tally_id)
         await alice.client.send(
             {
                 "jsonrpc": "2.0",
@@ -538,15 +541,13 @@ async def test_of_two_concurrent_closes_only_the_first_to_finish_closes() -> Non
         app.gate.release.set()
         with anyio.fail_after(5):
             slow = await alice.client.receive()
-    assert fast == {"count": 0, "log": []}
-    assert slow == {
-        "jsonrpc": "2.0",
-        "id": "slow",
-        "result": error(
-            f"Tally '{tally_id}' was finished at 2026-11-29T23:59:00Z and can no longer be used. "
-            f"{START_NEW}"
-        ),
-    }
+        again = await alice.call("finish_tally", tally_id=tally_id)
+    assert fast["count"] == 1 and len(fast["log"]) == 1
+    assert slow["id"] == "slow" and slow["result"]["structuredContent"] == fast
+    assert again == error(
+        f"Tally '{tally_id}' was finished at 2026-11-29T23:59:00Z and can no longer be used. "
+        f"{START_NEW}"
+    )
 
 
 # --- Every handle error is an isError result with the exact text -------------
@@ -645,6 +646,39 @@ async def test_an_unreachable_store() -> None:
 
 
 # --- The second example: a transaction -----------------------------------------
+
+
+class CountingDatabase(dict[str, str]):
+    updates = 0
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.updates += 1
+        super().update(*args, **kwargs)
+
+
+async def test_concurrent_commits_apply_the_writes_once() -> None:
+    database = CountingDatabase()
+    server = txn_example.build_server(database)
+    async with connect_memory(server, ALICE) as alice:
+        begun = await alice.request(1, "tools/call", {"name": "begin_transaction"})
+        txn_id = begun["result"]["structuredContent"]["txn_id"]
+        stage = {"name": "stage", "arguments": {"txn_id": txn_id, "key": "k", "value": "v"}}
+        await alice.request(2, "tools/call", stage)
+        results: list[Any] = []
+
+        async def commit(n: int) -> None:
+            params = {"name": "commit", "arguments": {"txn_id": txn_id}}
+            results.append((await alice.request(10 + n, "tools/call", params))["result"])
+
+        async with anyio.create_task_group() as tg:
+            for n in range(10):
+                tg.start_soon(commit, n)
+    assert database.updates == 1 and database == {"k": "v"}
+    answers = [r.get("structuredContent") for r in results if not r["isError"]]
+    assert answers and all(answer == {"k": "v"} for answer in answers)
+    for result in results:
+        if result["isError"]:
+            assert " was committed at " in result["content"][0]["text"]
 
 
 async def test_the_transaction_example_commits_and_rolls_back() -> None:

@@ -1,7 +1,8 @@
 """A second kind of handle: a transaction you begin, stage writes in, then commit or roll back.
 
-The staged writes live in the handle. ``commit`` applies them to a plain dict (the
-"database") and closes the transaction as "committed"; ``rollback`` closes it as
+The staged writes live in the handle. ``commit`` closes the transaction as
+"committed" and, once that close has committed (``on_commit``), applies them to a
+plain dict (the "database"), so concurrent commits apply them once; ``rollback`` closes it as
 "rolled back" without applying anything. Either way, later use of the id says so.
 """
 
@@ -43,10 +44,12 @@ def build_server(database: dict[str, str], manager: HandleManager | None = None)
         state.writes[key] = value
         return state
 
-    @tools.closes(txn, reason="committed")
+    async def apply(writes: dict[str, str]) -> None:
+        database.update(writes)  # once per transaction: only after its close committed
+
+    @tools.closes(txn, reason="committed", on_commit=apply)
     async def commit(state: Staged) -> dict[str, str]:
         """Apply every staged write at once and end the transaction."""
-        database.update(state.writes)
         return state.writes
 
     @tools.closes(txn, reason="rolled back")

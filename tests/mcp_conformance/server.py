@@ -151,6 +151,7 @@ def build_server() -> Server:
     _add_diagnostic_tools(server)
     _add_input_required_tools(server)
     _add_header_tools(server)
+    _add_client_request_tools(server)
     return server
 
 
@@ -336,6 +337,109 @@ def _add_input_required_tools(server: Server) -> None:
         if not requests or all(_answer(ctx, k) is not None for k in requests):
             return TextContent("Nothing more to ask")
         return InputRequired(requests)
+
+
+SEP1034_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {
+            "type": "string",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+"""A form with a default for every primitive type (SEP-1034)."""
+
+
+def _choices(*titled: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"const": value, "title": title} for value, title in titled]
+
+
+SEP1330_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": _choices(
+                ("value1", "First Option"), ("value2", "Second Option"), ("value3", "Third Option")
+            ),
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": _choices(
+                    ("value1", "First Choice"),
+                    ("value2", "Second Choice"),
+                    ("value3", "Third Choice"),
+                )
+            },
+        },
+    },
+}
+"""Every enum form SEP-1330 defines: untitled, titled, legacy titled, and both multi-selects."""
+
+
+def _add_client_request_tools(server: Server) -> None:
+    """The legacy-era tools that log to the client or send it requests during the call."""
+
+    @server.tool
+    async def test_tool_with_logging(ctx: Context) -> TextContent:
+        """Log three info messages about 50 ms apart (sent only if the client asked)."""
+        await ctx.info("Tool execution started")
+        await anyio.sleep(0.05)
+        await ctx.info("Tool processing data")
+        await anyio.sleep(0.05)
+        await ctx.info("Tool execution completed")
+        return TextContent("Logging test completed")
+
+    @server.tool
+    async def test_sampling(prompt: str, ctx: Context) -> TextContent:
+        """Ask the client's model to answer the prompt."""
+        answer = await ctx.sample(prompt, max_tokens=100)  # NotSupported: an isError result
+        return TextContent(f"LLM response: {answer.text}")
+
+    @server.tool
+    async def test_elicitation(message: str, ctx: Context) -> TextContent:
+        """Ask the user for a username and an email address."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
+        }
+        answer = await ctx.elicit(message, schema)
+        return TextContent(f"User response: action={answer.action}, content={answer.content}")
+
+    @server.tool
+    async def test_elicitation_sep1034_defaults(ctx: Context) -> TextContent:
+        """Ask for a form whose every field has a default (SEP-1034)."""
+        answer = await ctx.elicit("Please review and update the form fields", SEP1034_SCHEMA)
+        content = json.dumps(answer.content)
+        return TextContent(f"Elicitation completed: action={answer.action}, content={content}")
+
+    @server.tool
+    async def test_elicitation_sep1330_enums(ctx: Context) -> TextContent:
+        """Ask for a form with every enum variant (SEP-1330)."""
+        answer = await ctx.elicit("Please select your options", SEP1330_SCHEMA)
+        content = json.dumps(answer.content)
+        return TextContent(f"Elicitation completed: action={answer.action}, content={content}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -44,6 +44,12 @@ RUN: dict[str, tuple[str, ...]] = {
     "caching": ("2026-07-28",),
     "http-header-validation": ("2026-07-28",),
     "http-custom-header-server-validation": ("2026-07-28",),
+    "logging-set-level": ("2025-06-18", "2025-11-25"),
+    "tools-call-with-logging": ("2025-06-18", "2025-11-25"),
+    "tools-call-sampling": ("2025-06-18", "2025-11-25"),
+    "tools-call-elicitation": ("2025-06-18", "2025-11-25"),
+    "elicitation-sep1034-defaults": ("2025-11-25",),
+    "elicitation-sep1330-enums": ("2025-11-25",),
     **{
         f"input-required-result-{name}": ("2026-07-28",)
         for name in (
@@ -65,21 +71,10 @@ RUN: dict[str, tuple[str, ...]] = {
 }
 """Scenarios about tools or the transport, with the spec versions to run each at."""
 
-_NO_LOGGING = "logging (logging/setLevel, notifications/message): the core does not log to clients"
-_NO_SERVER_REQUESTS = (
-    "a server-to-client request (sampling or elicitation) in the legacy era: "
-    "the core never sends requests to the client"
-)
 _NO_RESOURCES = "resources: the core serves tools only"
 _NO_PROMPTS = "prompts: the core serves tools only"
 LEFT_OUT: dict[str, str] = {
-    "logging-set-level": _NO_LOGGING,
-    "tools-call-with-logging": _NO_LOGGING,
     "completion-complete": "completions (of prompt and resource arguments): tools only",
-    "tools-call-sampling": _NO_SERVER_REQUESTS,
-    "tools-call-elicitation": _NO_SERVER_REQUESTS,
-    "elicitation-sep1034-defaults": _NO_SERVER_REQUESTS,
-    "elicitation-sep1330-enums": _NO_SERVER_REQUESTS,
     "resources-list": _NO_RESOURCES,
     "resources-read-text": _NO_RESOURCES,
     "resources-read-binary": _NO_RESOURCES,

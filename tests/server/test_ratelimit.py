@@ -141,6 +141,53 @@ async def test_an_unreachable_store_refuses_the_call() -> None:
         await limit.check(ALICE, "t")
 
 
+async def test_a_full_store_refuses_the_call_with_its_own_text() -> None:
+    clock = ManualClock(T0)
+    store = MemoryStore(clock=clock, max_records=2)
+    limit = RateLimiter(store, RateLimit(3), clock=clock)
+    await limit.check(ALICE, "t")
+    await limit.check(BOB, "t")  # two counters: the store is full
+    await limit.check(ALICE, "t")  # a live counter still counts
+    with pytest.raises(ToolError) as caught:
+        await limit.check(Principal("carol"), "t")
+    assert type(caught.value) is ToolError
+    assert str(caught.value) == (
+        "This call was not run: the server's store is full, so it could not count the call "
+        "against its rate limit. This clears when the server frees space."
+    )
+
+
+class BrokenStore(CountingStore):
+    """A store whose ``incr`` fails with an exception that is no ``StoreError``."""
+
+    async def incr(self, owner: str, group: str, key: str, *, expires_at: float) -> int:
+        raise RuntimeError("a bug in a custom store")
+
+
+async def test_any_store_failure_is_a_refusal_not_an_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock(T0)
+    store = BrokenStore(MemoryStore(clock=clock))
+    server = Server("t", "1", rate_limit=RateLimiter(store, RateLimit(3), clock=clock))
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}},
+    }
+    response = await server.handle(message, Connection(ALICE, "legacy"))
+    assert response is not None and "error" not in response
+    assert response["result"]["isError"] is True
+    assert "could not check its rate limit" in response["result"]["content"][0]["text"]
+    assert "a bug in a custom store" in caplog.text  # logged for the operator, not sent
+
+
 async def test_replicas_sharing_a_store_share_the_count() -> None:
     clock = ManualClock(T0)
     store = MemoryStore(clock=clock)

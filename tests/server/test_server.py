@@ -129,7 +129,7 @@ async def test_initialize() -> None:
     reply = await request(server, "initialize", params, connection)
     assert reply["result"] == {
         "protocolVersion": "2025-03-26",
-        "capabilities": {"tools": {}},
+        "capabilities": {"tools": {}, "logging": {}},
         "serverInfo": INFO,
         "instructions": "Use add.",
     }
@@ -142,7 +142,7 @@ async def test_initialize_counter_offers_the_latest_legacy_version(version: Any)
     reply = await request(build(), "initialize", {"protocolVersion": version}, connection)
     assert reply["result"] == {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}},
+        "capabilities": {"tools": {}, "logging": {}},
         "serverInfo": INFO,
     }
     assert connection.legacy_version == "2025-11-25"
@@ -219,7 +219,7 @@ async def test_discover() -> None:
     reply = await request(build(list_ttl_ms=0, cache_scope="private"), "server/discover", modern())
     assert reply["result"] == {
         "supportedVersions": ALL_VERSIONS,
-        "capabilities": {"tools": {}},
+        "capabilities": {"tools": {}, "logging": {}},
         "ttlMs": 0,
         "cacheScope": "private",
         "resultType": "complete",

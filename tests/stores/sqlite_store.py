@@ -108,6 +108,36 @@ class SQLiteStore(Store):
 
         return await self._run(delete)
 
+    async def retire(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        *,
+        into: str,
+        value: bytes,
+        expires_at: float,
+        version: int | None = None,
+        keep: int | None = None,
+    ) -> bool:
+        def retire(db: sqlite3.Connection, now: float) -> bool:
+            where = f"{_LIVE} AND (? IS NULL OR version = ?)"
+            params = (owner, group, key, now, version, version)
+            if db.execute(f"DELETE FROM records WHERE {where}", params).rowcount == 0:
+                return False
+            row = (owner, into, key, value, expires_at)
+            db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, 1, ?)", row)
+            if keep is not None:  # the soonest to expire go first, never the new one
+                db.execute(
+                    "DELETE FROM records WHERE owner = ? AND grp = ? AND key IN ("
+                    " SELECT key FROM records WHERE owner = ? AND grp = ? AND key != ?"
+                    " AND expires_at > ? ORDER BY expires_at DESC, key DESC LIMIT -1 OFFSET ?)",
+                    (owner, into, owner, into, key, now, keep - 1),
+                )
+            return True
+
+        return await self._run(retire)
+
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         def list_(db: sqlite3.Connection, now: float) -> dict[str, Record]:
             query = "SELECT key, value, version, expires_at FROM records"
@@ -140,4 +170,4 @@ class SQLiteStore(Store):
                 self._db.execute("COMMIT")
                 return result
             except sqlite3.OperationalError as exc:  # locked too long, read-only, disk I/O
-                raise StoreUnavailable(f"SQLite is unavailable: {exc}") from exc
+                raise StoreUnavailable(f"SQLite is unavailable: {exc}", applied=False) from exc

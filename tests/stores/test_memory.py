@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from stores import MemoryStore
+from stores import MemoryStore, StoreFull
 from stores.testing import ManualClock
 
 pytestmark = pytest.mark.anyio
@@ -70,3 +70,40 @@ async def test_renewals_do_not_grow_the_deadline_heap_without_bound() -> None:
     clock.advance(TTL + 5000)
     await store.list("o", "g")
     assert len(store) == 0
+
+
+async def test_max_records_bounds_the_store() -> None:
+    clock = ManualClock()
+    store = MemoryStore(clock=clock, max_records=3)
+    now = clock()
+    for key in "abc":
+        assert await store.create("o", "g", key, b"", expires_at=now + 10)
+    with pytest.raises(StoreFull) as caught:
+        await store.create("o", "g", "d", b"", expires_at=now + 100)
+    assert caught.value.applied is False
+    assert str(caught.value) == "the memory store holds its most records (3)"
+    with pytest.raises(StoreFull):
+        await store.incr("o", "calls", "n", expires_at=now + 100)
+    assert len(store) == 3 and await store.get("o", "g", "d") is None
+    # What does not add a record still works when full.
+    assert await store.replace("o", "g", "a", b"x", version=1, expires_at=now + 100)
+    assert await store.retire("o", "g", "b", into="g:closed", value=b"", expires_at=now + 100)
+    assert await store.delete("o", "g", "c")
+    assert await store.create("o", "g", "d", b"", expires_at=now + 100)
+    assert len(store) == 3
+
+
+async def test_a_full_store_reclaims_what_expired_before_refusing() -> None:
+    clock = ManualClock()
+    store = MemoryStore(clock=clock, max_records=2)
+    now = clock()
+    await store.create("o", "g", "a", b"", expires_at=now + 10)
+    await store.create("o", "g", "b", b"", expires_at=now + 10)
+    clock.advance(10)
+    assert await store.create("o", "g", "c", b"", expires_at=now + 100)
+    assert len(store) == 1
+
+
+def test_max_records_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_records must be at least 1"):
+        MemoryStore(max_records=0)

@@ -69,7 +69,7 @@ def test_without_redis_the_error_says_what_to_install() -> None:
 
 async def test_key_layout(fake: fakeredis.FakeAsyncRedis) -> None:
     clock = ManualClock()
-    store = RedisStore(fake, clock=clock)
+    store = RedisStore(fake, clock=clock, script_flags=False)
     await store.create("o", "basket", "k", b"v", expires_at=clock() + TTL)
     assert await fake.hgetall("mcp-handles:{o}:r:basket:k") == {
         b"v": b"1",
@@ -82,7 +82,7 @@ async def test_key_layout(fake: fakeredis.FakeAsyncRedis) -> None:
 @pytest.mark.parametrize("owner", ["", "o", "{o}", "a}b", "a{b", "%", "ö", "x" * 64])
 async def test_an_owners_keys_share_one_slot(fake: fakeredis.FakeAsyncRedis, owner: str) -> None:
     clock = ManualClock()
-    store = RedisStore(fake, namespace="ns", clock=clock)
+    store = RedisStore(fake, namespace="ns", clock=clock, script_flags=False)
     for group, key in [("basket", "a"), ("basket", "b{c}"), ("g:h", "i")]:
         await store.create(owner, group, key, b"", expires_at=clock() + TTL)
     keys = await fake.keys("*")
@@ -92,7 +92,7 @@ async def test_an_owners_keys_share_one_slot(fake: fakeredis.FakeAsyncRedis, own
 
 async def test_owners_spread_over_slots(fake: fakeredis.FakeAsyncRedis) -> None:
     clock = ManualClock()
-    store = RedisStore(fake, clock=clock)
+    store = RedisStore(fake, clock=clock, script_flags=False)
     for number in range(20):
         await store.create(f"owner-{number}", "g", "k", b"", expires_at=clock() + TTL)
     assert len({slot(key) for key in await fake.keys("*")}) > 10
@@ -100,7 +100,7 @@ async def test_owners_spread_over_slots(fake: fakeredis.FakeAsyncRedis) -> None:
 
 async def test_expired_index_entries_are_trimmed(fake: fakeredis.FakeAsyncRedis) -> None:
     clock = ManualClock()
-    store = RedisStore(fake, clock=clock)
+    store = RedisStore(fake, clock=clock, script_flags=False)
     for key in "abc":
         await store.create("o", "g", key, b"", expires_at=clock() + TTL)
     clock.advance(TTL)
@@ -110,7 +110,7 @@ async def test_expired_index_entries_are_trimmed(fake: fakeredis.FakeAsyncRedis)
 
 async def test_limit_forgets_records_redis_lost(fake: fakeredis.FakeAsyncRedis) -> None:
     clock = ManualClock()
-    store = RedisStore(fake, clock=clock)
+    store = RedisStore(fake, clock=clock, script_flags=False)
     await store.create("o", "g", "a", b"", expires_at=clock() + TTL)
     await fake.delete("mcp-handles:{o}:r:g:a")  # as eviction or FLUSHDB would
     assert await store.create("o", "g", "b", b"", expires_at=clock() + TTL, limit=1)

@@ -298,7 +298,7 @@ def test_legacy_initialize_echoes_a_known_version(server: RawServer) -> None:
         1,
         {
             "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {}, "logging": {}},
             "serverInfo": {"name": "demo", "version": "1.2.3"},
             "instructions": "Demo tools for tests.",
         },
@@ -363,7 +363,7 @@ def test_server_discover(server: RawServer) -> None:
         "d",
         {
             "supportedVersions": ALL_VERSIONS,
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {}, "logging": {}},
             "ttlMs": 60_000,
             "cacheScope": "public",
             "instructions": "Demo tools for tests.",
