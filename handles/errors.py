@@ -21,7 +21,8 @@ MCP reports a failure in one of two ways, and which one decides who reads it:
             └── TransientHandleError retryable: the same call may succeed shortly
                 ├── StorageUnavailable  "store_unavailable": wraps stores.StoreUnavailable
                 │   └── StorageFull     "store_full": wraps stores.StoreFull
-                └── HandleConflict      "conflict": concurrent changes won every retry
+                ├── HandleConflict      "conflict": concurrent changes won every retry
+                └── LiveCapReached      (handles.live) "live_cap_reached": too many open here
 
 A retryable error is only raised when nothing was applied; a write whose answer
 never came and could not be settled is ``OutcomeUnknown``, whose text says so and

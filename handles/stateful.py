@@ -29,12 +29,14 @@ hints name only tools the server has.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from . import verbs
 from .errors import HandleError, ToolError
 from .kinds import HandleKind
+from .live import Live
 from .manager import HandleManager
 from .principal import Principal
 from .server.content import InputRequired, ToolResult
@@ -50,9 +52,12 @@ _PRINCIPAL = "_handles_principal"
 class HandleTools:
     """Registers tools that create, read, edit, close and list handles."""
 
-    def __init__(self, server: Server, manager: HandleManager) -> None:
+    def __init__(
+        self, server: Server, manager: HandleManager, *, live: Iterable[Live[Any, Any]] = ()
+    ) -> None:
         self.server = server
         self.manager = manager
+        self.live: dict[str, Live[Any, Any]] = {resource.kind.name: resource for resource in live}
 
     def creates(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
         """The handler returns the initial state (or ``None`` for ``kind.model()``).
@@ -106,7 +111,9 @@ class HandleTools:
         self, build: Callable[..., verbs.Verb], kind: HandleKind[Any], options: dict[str, Any]
     ) -> Callable[[F], F]:
         def register(fn: F) -> F:
-            self._add(build(self.manager, kind, fn, **options))
+            live = self.live.get(kind.name)
+            extra = {} if live is None or build is verbs.lists else {"live": live}
+            self._add(build(self.manager, kind, fn, **options, **extra))
             return fn
 
         return register
@@ -135,11 +142,41 @@ class HandleTools:
             **verb.options,
         )
         self.server.add_tool(tool)
+        takes_id = verb.verb in ("reads", "edits", "closes")
+        if takes_id and verb.kind.header is not None:
+            self.server.screen_header(verb.kind.header, _Screen(self.manager, verb.kind))
 
     def _tool_names(self) -> Callable[[str], str | None]:
         """Names the server has now: a hint never names a tool that is not there."""
         names = {tool.name for tool in self.server.tools}
         return lambda name: name if name in names else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Screen:
+    """Refuses an id in ``Mcp-Param-<header>`` that cannot be the caller's: one HMAC.
+
+    A value with no registered kind's prefix is not an id at all (a mistake, not a
+    forgery): it goes on to the tool, which says what a valid id looks like. The
+    conformance suite requires that such literal values pass the header stage.
+    """
+
+    manager: HandleManager
+    kind: HandleKind[Any]
+    prefixes: frozenset[str] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        prefixes = frozenset(kind.prefix for kind in self.manager.kinds)
+        object.__setattr__(self, "prefixes", prefixes)
+
+    def __call__(self, principal: Principal, value: str) -> str | None:
+        if value.partition("_")[0] not in self.prefixes:
+            return None
+        try:
+            self.manager.check(principal, self.kind, value)
+        except HandleError as exc:
+            return str(exc)
+        return None
 
 
 def _failed(result: Any) -> bool:

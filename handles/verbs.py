@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Annotated, Any
 
+import anyio
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
@@ -37,6 +38,7 @@ from ._awaitables import maybe_await
 from ._docstrings import split_docstring
 from .handle import Handle
 from .kinds import HandleKind
+from .live import Live
 from .manager import HandleManager
 from .principal import Principal
 
@@ -54,6 +56,7 @@ __all__ = [
 ]
 
 Handler = Callable[..., Any]
+AnyLive = Live[Any, Any]
 Run = Callable[[Principal, dict[str, Any]], Awaitable[Any]]
 Predicate = Callable[[Any], bool]
 
@@ -111,14 +114,28 @@ class Verb:
         return hints
 
 
-def creates(manager: HandleManager, kind: HandleKind[Any], fn: Handler, **options: Any) -> Verb:
-    """The handler returns the initial state (or ``None`` for ``kind.model()``)."""
+def creates(
+    manager: HandleManager,
+    kind: HandleKind[Any],
+    fn: Handler,
+    *,
+    live: AnyLive | None = None,
+    **options: Any,
+) -> Verb:
+    """The handler returns the initial state (or ``None`` for ``kind.model()``).
+
+    With ``live``, the object is opened first (its ``save`` fills the state), unless
+    it opens on first use.
+    """
     created = kind.created_model
     id_param = kind.id_param
 
     async def run(principal: Principal, arguments: dict[str, Any]) -> BaseModel:
         state = await _call(fn, arguments)
-        handle = await manager.create(principal, kind, state)
+        if live is None:
+            handle = await manager.create(principal, kind, state)
+        else:
+            handle = await _create_live(manager, live, principal, kind, state)
         return created(**{id_param: handle.id, "expires_at": handle.expires_at_iso})
 
     description = _join(_summary(fn, options), kind.lifetime_sentence)
@@ -126,16 +143,32 @@ def creates(manager: HandleManager, kind: HandleKind[Any], fn: Handler, **option
     return _verb("creates", kind, fn, run, signature, {**options, "description": description})
 
 
-def reads(manager: HandleManager, kind: HandleKind[Any], fn: Handler, **options: Any) -> Verb:
-    """The handler gets a copy of the state; nothing it does to it is saved."""
-    bind = _Binder(fn, kind)
+def reads(
+    manager: HandleManager,
+    kind: HandleKind[Any],
+    fn: Handler,
+    *,
+    live: AnyLive | None = None,
+    **options: Any,
+) -> Verb:
+    """The handler gets a copy of the state; nothing it does to it is saved.
+
+    With ``live``, a parameter annotated with its resource type gets the object.
+    """
+    bind = _Binder(fn, kind, live)
     id_param = kind.id_param
 
     async def run(principal: Principal, arguments: dict[str, Any]) -> Any:
         handle = await manager.get(principal, kind, arguments[id_param])
-        return await _call(fn, bind(arguments, handle))
+        if live is None:
+            return await _call(fn, bind(arguments, handle))
+        resource = await live.acquire(principal.digest, handle)
+        if live.unsaved(principal.digest, handle.id):
+            handle = await _first_save(manager, live, principal, handle, resource)
+        return await _call(fn, bind(arguments, handle, resource=resource))
 
-    return _verb("reads", kind, fn, run, _signature(fn, kind, with_id=True), options)
+    signature = _signature(fn, kind, with_id=True, live=live)
+    return _verb("reads", kind, fn, run, signature, options)
 
 
 def edits(
@@ -144,6 +177,7 @@ def edits(
     fn: Handler,
     *,
     failed: Predicate,
+    live: AnyLive | None = None,
     **options: Any,
 ) -> Verb:
     """The handler changes the state in place; the change commits atomically.
@@ -151,8 +185,9 @@ def edits(
     It may run more than once if another process wins a race, so it should only
     compute and change the state. A handler that raises, or returns a result for
     which ``failed`` is true, changes nothing; that result is the tool's result.
+    With ``live``, the handler changes the object too and ``save`` copies it back.
     """
-    bind = _Binder(fn, kind)
+    bind = _Binder(fn, kind, live)
     if bind.handle:
         raise ValueError(
             f"{fn.__name__}: an edits handler takes the state ({kind.model.__name__}), "
@@ -161,6 +196,9 @@ def edits(
     id_param = kind.id_param
 
     async def run(principal: Principal, arguments: dict[str, Any]) -> Any:
+        if live is not None:
+            return await _edit_live(manager, live, bind, fn, failed, principal, kind, arguments)
+
         async def apply(state: BaseModel) -> Any:
             result = await _call(fn, bind(arguments, state=state))
             if failed(result):
@@ -173,7 +211,8 @@ def edits(
             return failure.result
         return updated.result
 
-    return _verb("edits", kind, fn, run, _signature(fn, kind, with_id=True), options)
+    signature = _signature(fn, kind, with_id=True, live=live)
+    return _verb("edits", kind, fn, run, signature, options)
 
 
 def closes(
@@ -184,6 +223,7 @@ def closes(
     leaves_open: Predicate,
     reason: str = "closed",
     on_commit: Callable[[Any], Awaitable[Any]] | None = None,
+    live: AnyLive | None = None,
     **options: Any,
 ) -> Verb:
     """The handler sees the final state; after it returns, the handle is closed.
@@ -195,18 +235,21 @@ def closes(
     result. The handler may run in each of them, so like an ``edits`` handler it
     should only compute; an effect that must happen at most once per handle goes in
     ``on_commit``, awaited with the result only by the call whose close committed
-    (see ``HandleManager.close``).
+    (see ``HandleManager.close``). With ``live``, the object is released after.
     """
-    bind = _Binder(fn, kind)
+    bind = _Binder(fn, kind, live)
     id_param = kind.id_param
 
     async def run(principal: Principal, arguments: dict[str, Any]) -> Any:
         handle_id = arguments[id_param]
         handle = await manager.get(principal, kind, handle_id)
-        result = await _call(fn, bind(arguments, handle))
+        resource = None
+        if live is not None and bind.resource:
+            resource = await live.acquire(principal.digest, handle)
+        result = await _call(fn, bind(arguments, handle, resource=resource))
         if leaves_open(result):
             return result
-        return await manager.close(
+        result = await manager.close(
             principal,
             kind,
             handle_id,
@@ -215,8 +258,12 @@ def closes(
             outcome=result,
             on_commit=on_commit,
         )
+        if live is not None:
+            await live.closed(principal.digest, handle_id)
+        return result
 
-    return _verb("closes", kind, fn, run, _signature(fn, kind, with_id=True), options)
+    signature = _signature(fn, kind, with_id=True, live=live)
+    return _verb("closes", kind, fn, run, signature, options)
 
 
 def lists(manager: HandleManager, kind: HandleKind[Any], fn: Handler, **options: Any) -> Verb:
@@ -298,6 +345,87 @@ def _verb(
     return Verb(name, kind, verb, run, signature, description, annotations, options, fn)
 
 
+async def _edit_live(
+    manager: HandleManager,
+    live: AnyLive,
+    bind: _Binder,
+    fn: Handler,
+    failed: Predicate,
+    principal: Principal,
+    kind: HandleKind[Any],
+    arguments: dict[str, Any],
+) -> Any:
+    """An edit with a live object: the handler changes both, ``save`` copies it back.
+
+    If the handler fails and the object no longer matches the stored state (as
+    ``save`` reads it), it is dropped; the next call reopens it from what was stored.
+    """
+    handle_id, owner = arguments[kind.id_param], principal.digest
+    handle = await manager.get(principal, kind, handle_id)
+    resource = await live.acquire(owner, handle)
+
+    async def apply(state: BaseModel) -> Any:
+        result = await _call(fn, bind(arguments, state=state, resource=resource))
+        if failed(result):
+            raise _Failed(result)
+        await live.save(resource, state)
+        return result
+
+    try:
+        updated = await manager.update(principal, kind, handle_id, apply)
+    except _Failed as failure:
+        await live.failed(owner, handle)
+        return failure.result
+    except Exception:
+        await live.failed(owner, handle)
+        raise
+    except BaseException:  # cancelled mid-change: nothing can be told
+        with anyio.CancelScope(shield=True):
+            await live.forget(owner, handle_id)
+        raise
+    live.saw(owner, updated.handle)
+    return updated.result
+
+
+async def _create_live(
+    manager: HandleManager,
+    live: AnyLive,
+    principal: Principal,
+    kind: HandleKind[Any],
+    state: BaseModel | None,
+) -> Handle[Any]:
+    """Open the object first (``save`` fills the state), then create the handle holding it."""
+    state = kind.model() if state is None else state
+    if not live.open_on_create:
+        return await manager.create(principal, kind, state)  # opened on first use
+    resource = await live.create(state)
+    try:
+        handle = await manager.create(principal, kind, state)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await live.release(resource, "failed")
+        raise
+    live.adopt(principal.digest, handle, resource)
+    return handle
+
+
+async def _first_save(
+    manager: HandleManager,
+    live: AnyLive,
+    principal: Principal,
+    handle: Handle[Any],
+    resource: Any,
+) -> Handle[Any]:
+    """Store what ``save`` copies from an object just opened for the first time."""
+
+    async def apply(state: BaseModel) -> None:
+        await live.save(resource, state)
+
+    updated = await manager.update(principal, handle.kind, handle.id, apply)
+    live.saw(principal.digest, updated.handle)
+    return updated.handle
+
+
 class _Failed(Exception):
     """Carries a failed result out of an update, so that nothing is written."""
 
@@ -317,19 +445,25 @@ def _params(fn: Handler) -> dict[str, inspect.Parameter]:
 class _Binder:
     """Which handler parameters take the state, the handle, or a tool argument."""
 
-    def __init__(self, fn: Handler, kind: HandleKind[Any]) -> None:
+    def __init__(self, fn: Handler, kind: HandleKind[Any], live: AnyLive | None = None) -> None:
         params = _params(fn)
         self.state = [n for n, p in params.items() if p.annotation is kind.model]
         self.handle = [n for n, p in params.items() if _is_handle(p.annotation)]
-        self.arguments = [n for n in params if n not in self.state and n not in self.handle]
+        resource = None if live is None else live.resource
+        self.resource = [n for n, p in params.items() if resource and p.annotation is resource]
+        taken = {*self.state, *self.handle, *self.resource}
+        self.arguments = [n for n in params if n not in taken]
 
     def __call__(
         self,
         kwargs: dict[str, Any],
         handle: Handle[Any] | None = None,
         state: BaseModel | None = None,
+        resource: Any = None,
     ) -> dict[str, Any]:
         bound = {name: kwargs[name] for name in self.arguments if name in kwargs}
+        if self.resource:
+            bound.update(dict.fromkeys(self.resource, resource))
         if self.state:
             if state is None and handle is not None:
                 state = handle.state.model_copy(deep=True)
@@ -354,6 +488,7 @@ def _signature(
     with_id: bool,
     returns: Any = inspect.Signature.empty,
     skip: frozenset[str] | set[str] = frozenset(),
+    live: AnyLive | None = None,
 ) -> inspect.Signature:
     """The tool's signature: the id parameter first, then the handler's own arguments.
 
@@ -362,6 +497,7 @@ def _signature(
     """
     signature = inspect.signature(fn, eval_str=True)
     docs = split_docstring(inspect.getdoc(fn) or "")[1]
+    resource = None if live is None else live.resource
     params = [
         p.replace(
             kind=inspect.Parameter.KEYWORD_ONLY,
@@ -369,6 +505,7 @@ def _signature(
         )
         for p in signature.parameters.values()
         if p.annotation is not kind.model
+        and (resource is None or p.annotation is not resource)
         and not _is_handle(p.annotation)
         and p.name not in skip
         and p.name != kind.id_param
