@@ -115,6 +115,18 @@ class HandleManager:
         """The registered kinds."""
         return self._codec.kinds
 
+    def check(self, principal: Principal, kind: HandleKind[Any], handle_id: str) -> None:
+        """Refuse an id that cannot be ``principal``'s live ``kind``: one HMAC, no store access.
+
+        What ``get`` checks before it reads the store; a screen for ids seen outside
+        a call (an HTTP header, a gateway) uses it.
+
+        Raises:
+            HandleError: Unknown (mistyped, forged, foreign), wrong kind, or past its
+                absolute deadline.
+        """
+        self._guard.check(kind, handle_id, principal.digest, self._clock())
+
     async def create(
         self, principal: Principal, kind: HandleKind[S], state: S | None = None
     ) -> Handle[S]:

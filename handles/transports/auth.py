@@ -113,13 +113,7 @@ class SDKTokenVerifier(Protocol):
 
 def principal_from_access_token(token: AccessTokenLike) -> Principal:
     """The principal of an SDK ``AccessToken``: ``(iss, sub or client_id, client_id)``."""
-    issuer = (token.claims or {}).get("iss")
-    return Principal(
-        subject=token.subject or token.client_id,
-        issuer=str(issuer) if issuer is not None else None,
-        client_id=token.client_id,
-        scopes=frozenset(token.scopes),
-    )
+    return Principal.from_access_token(token)
 
 
 class _AdaptedVerifier:

@@ -26,6 +26,8 @@ from ..principal import Principal
 from ..server.client_requests import PendingRequests
 from ..server.dispatch import Connection, Server
 from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
+from ..server.protocol import MODERN_VERSIONS
+from . import _param_headers
 from ._http_checks import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
@@ -161,6 +163,7 @@ class HttpApp:
         if declared.isdigit() and int(declared) > _DRAIN_BYTES:
             await reject(send, 413, "Request Entity Too Large", _CLOSE)
             return
+        screened = await self._screen_params(scope, headers)  # SEP-2243, before the body
         body = await drain_body(receive, self._limit, _DRAIN_BYTES)
         if not self._trusted(headers):
             await reject(send, 403, "Forbidden: this Host or Origin is not allowed")
@@ -174,7 +177,7 @@ class HttpApp:
             close = _CLOSE if body > _DRAIN_BYTES else None
             await reject(send, 413, f"Request Entity Too Large: over {self._limit} bytes", close)
         else:
-            await self._post(body, headers, receive, send)
+            await self._post(body, scope, headers, receive, send, screened)
 
     def _trusted(self, headers: RequestHeaders) -> bool:
         host, origin = headers.get(b"host"), headers.get(b"origin")
@@ -189,10 +192,45 @@ class HttpApp:
         else:
             await reject(send, 405, "Method Not Allowed: use GET", _ALLOW_GET)
 
+    async def _screen_params(
+        self, scope: Scope, headers: RequestHeaders
+    ) -> tuple[Principal, str | None] | None:
+        """Screen ``Mcp-Param-*`` headers before the body: the caller and any refusal.
+
+        Only a trusted modern POST to the endpoint carrying such a header is screened;
+        ``None`` leaves every other request, and a failed authentication, to ``_post``.
+        A refused call is answered with the refusal as its ``isError`` result (the
+        model must see what to fix: a mistyped id looks forged), once the body has
+        been drained and parsed for its id and checked against the headers; the
+        arguments are not validated and the tool does not run.
+        """
+        if (
+            not self.server.header_screens
+            or scope["path"] != self.path
+            or scope["method"] != "POST"
+            or (headers.get(b"mcp-protocol-version") or "").strip(" \t") not in MODERN_VERSIONS
+            or not any(name.startswith(b"mcp-param-") for name, _ in scope["headers"])
+            or not self._trusted(headers)
+        ):
+            return None
+        principal = self.principal
+        if self.auth is not None:
+            outcome = await self.auth.authenticate(headers.get(b"authorization"))
+            if isinstance(outcome, Challenge):
+                return None
+            principal = outcome
+        return principal, _param_headers.screen(self.server, principal, scope["headers"])
+
     async def _post(
-        self, body: bytes, headers: RequestHeaders, receive: Receive, send: Send
+        self,
+        body: bytes,
+        scope: Scope,
+        headers: RequestHeaders,
+        receive: Receive,
+        send: Send,
+        screened: tuple[Principal, str | None] | None = None,
     ) -> None:
-        principal = await self._caller(headers, send)
+        principal, refusal = screened or (await self._caller(headers, send), None)
         if principal is None:
             return
         accept = accepted(headers.get(b"accept"))
@@ -208,6 +246,7 @@ class HttpApp:
             if era == "modern":
                 method, name = headers.get(b"mcp-method"), headers.get(b"mcp-name")
                 check_modern_headers(message, version, method, name)
+                _param_headers.check(self.server, message, scope["headers"])
         except ProtocolError as exc:
             await send_json(send, 400, error_response(exc.id, exc))
             return
@@ -217,6 +256,7 @@ class HttpApp:
             await send_response(send, 202)
             return
         connection = Connection(principal, era, version)
+        connection.refusal = refusal
         asks = False
         if era == "legacy":
             self.peers.load(principal, connection)
