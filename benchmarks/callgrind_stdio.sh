@@ -6,6 +6,11 @@
 #
 #   benchmarks/callgrind_stdio.sh [CHECKOUT ...]     # default: this checkout
 #   W=32 N=500 benchmarks/callgrind_stdio.sh /tmp/old-tree .
+#   STORE=redis://127.0.0.1:6437/0 benchmarks/callgrind_stdio.sh /tmp/old-tree .
+#
+# STORE: the demo's --store (default: in memory). With a redis:// URL the database is
+# flushed before each run (use a Redis of your own); the count is the server's only,
+# not Redis's.
 #
 # A CHECKOUT is a folder holding handles/, stores/ and example_basket/ (for an older
 # commit: git archive <commit> handles stores example_basket | tar -x -C DIR).
@@ -25,12 +30,13 @@ export BASKET_TUNED=1  # as benchmarks/run.sh runs the demo (older commits ignor
 for tree in "$@"; do
   tree=$(cd "$tree" && pwd)
   for n in "$N" $((3 * N)); do
-    server="env PYTHONPATH=$tree valgrind --tool=callgrind --callgrind-out-file=$OUT/cg.$n $PY -m example_basket"
+    server="env PYTHONPATH=$tree valgrind --tool=callgrind --callgrind-out-file=$OUT/cg.$n $PY -m example_basket${STORE:+ --store $STORE}"
+    case "${STORE:-}" in redis://*) redis-cli -u "$STORE" flushdb >/dev/null ;; esac
     (cd "$BENCH" && "$DRIVER_PY" driver.py --server "$server" -B "$B" -N "$n" -W "$W" \
       --sku-list "$SKUS" --timeout 120 --exit-timeout 300 --json > "$OUT/run.$n.json")
   done
   small=$(awk '/^(summary|totals):/ {print $2; exit}' "$OUT/cg.$N")
   large=$(awk '/^(summary|totals):/ {print $2; exit}' "$OUT/cg.$((3 * N))")
-  echo "$tree W=$W: $(( (large - small) / (2 * N) )) instructions per add_item"
+  echo "$tree W=$W${STORE:+ STORE=$STORE}: $(( (large - small) / (2 * N) )) instructions per add_item"
 done
 rm -rf "$OUT"

@@ -179,7 +179,8 @@ def main() -> None:
     target("cold start (spawn -> initialize) vs sdk", r, "<= 0.4x", None if r is None else r <= 0.4)
     out += [
         "",
-        "Redis round trips per call (<= 2 per add_item, 1 per get_basket) are counted by",
+        "Redis round trips per call (1 per add_item when the replica holds the basket's",
+        "latest version, else 2; 1 per get_basket) are counted by",
         "`tests/example_basket/test_redis_round_trips.py`, not timed here.",
         "",
         "## Side by side",

@@ -101,6 +101,7 @@ def basket_kind(
         lifetime=Lifetime(idle=idle_ttl, absolute=max_ttl),
         quota=quota,
         close_tool="close_basket",
+        header="Basket-Id",
     )
 
 

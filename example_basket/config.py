@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from handles.ids import parse_secret_keys
+
 __all__ = [
     "PLACEHOLDER_SECRET",
     "ConfigError",
@@ -231,25 +233,12 @@ def choice(*choices: str) -> Callable[[str], str]:
 
 PLACEHOLDER_SECRET = "replace-with-at-least-32-random-bytes-of-secret"
 """The placeholder the docs show in configuration examples; refused as a key."""
-_PLACEHOLDER_MARKS = ("replace-with", "replace-me", "changeme", "change-me", "your-secret")
 
 
 def secret_keys(text: str) -> list[str]:
     """A comma-separated key ring, oldest first: each key 32 bytes or more, none a placeholder,
-    blank or one character repeated (``" , ,"`` is a mistake, not a request for no key)."""
-    keys = [key.strip() for key in text.split(",")]
-    if not any(keys):
-        raise ValueError("no key in it")
-    for number, key in enumerate(keys, 1):
-        if not key:
-            raise ValueError(f"key {number} is blank")
-        if len(set(key)) == 1:
-            raise ValueError(f"key {number} is one character repeated")
-        if len(key.encode()) < 32:
-            raise ValueError(f"key {number} has {len(key.encode())} bytes")
-        if any(mark in key.lower() for mark in _PLACEHOLDER_MARKS):
-            raise ValueError(f"key {number} is a placeholder copied from the docs")
-    return keys
+    blank or one character repeated (see ``handles.ids.parse_secret_keys``)."""
+    return parse_secret_keys(text)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -5,6 +5,7 @@ Two wings, joined in one place:
 - the handle layer (this package's modules): ``HandleKind`` and ``Lifetime``
   (``kinds``), ``HandleManager`` (``manager``: mint, check, read, update, close and
   list handles over a ``stores.Store``), ``Handle``, ``Principal`` and the errors;
+  ``Live`` (``live``) attaches an in-process object, such as a browser tab, to a kind;
 - the MCP core (``handles.server``, with its transports in ``handles.transports``):
   ``Server``, ``Tool``, content types, ``Context`` and rate limits;
 - ``HandleTools`` (``stateful``) puts handles behind tools of a ``Server``.
@@ -33,8 +34,11 @@ from .errors import UnknownHandle as UnknownHandle
 from .errors import WrongKind as WrongKind
 from .handle import Handle as Handle
 from .ids import SecretKeys as SecretKeys
+from .ids import secret_keys_from_environment as secret_keys_from_environment
 from .kinds import HandleKind as HandleKind
 from .kinds import Lifetime as Lifetime
+from .live import Live as Live
+from .live import LiveCapReached as LiveCapReached
 from .manager import HandleManager as HandleManager
 from .principal import Principal as Principal
 
@@ -71,6 +75,8 @@ __all__ = [
     "ImageContent",
     "InputRequired",
     "Lifetime",
+    "Live",
+    "LiveCapReached",
     "OutcomeUnknown",
     "Principal",
     "QuotaExceeded",
@@ -89,6 +95,7 @@ __all__ = [
     "TransientHandleError",
     "UnknownHandle",
     "WrongKind",
+    "secret_keys_from_environment",
 ]
 
 _LAZY = {

@@ -3,7 +3,9 @@
 The manager verifies the id and serializes in-process callers first; what is left
 here:
 
-- An update is a versioned compare-and-set, retried with a small jittered backoff.
+- An update is a versioned compare-and-set (``Store.replace_or_read``), retried
+  with a small jittered backoff; the version and state come from ``Latest`` when
+  this process holds the handle's last version, saving the read.
 - A close is one atomic ``Store.retire``: the record is replaced by its tombstone
   at the version the closer read, so a tombstone exists only for a close that
   committed, and of concurrent closes (on any replica) exactly one commits. The
@@ -43,6 +45,7 @@ from stores.base import LimitExceeded, Record, Store, StoreUnavailable
 
 from ._awaitables import maybe_await
 from ._guard import Guard
+from ._latest import Latest
 from ._tombstones import Tombstone, closed_group
 from .errors import HandleClosed, HandleConflict, HandleExpired, OutcomeUnknown, echo
 from .handle import Handle, Updated
@@ -87,7 +90,10 @@ class Writer:
         max_retries: int,
         retention: float,
         closed_limit: int,
+        latest: Latest,
     ) -> None:
+        self.latest = latest
+        self._remember = latest.max_bytes > 0  # else not even a lookup per edit
         self._store = store
         self._guard = guard
         self._clock = clock
@@ -100,12 +106,16 @@ class Writer:
     ) -> Record | None:
         """``store.create`` under the kind's quota, settled if its answer never came."""
         try:
-            return await self._store.create(
+            record = await self._store.create(
                 owner, kind.name, handle_id, value, expires_at=expires, limit=kind.quota
             )
         except StoreUnavailable as exc:
             if exc.applied is not None:
                 raise
+        else:
+            if record is not None:
+                self.latest.put((owner, kind.name, handle_id), record)
+            return record
         _unanswered("create", kind, handle_id)
         for attempt in range(SETTLE_ATTEMPTS):
             await _pause(attempt)
@@ -133,34 +143,68 @@ class Writer:
         created: int,
         fn: Callable[[S], Any],
     ) -> Updated[S, Any]:
-        """Apply ``fn`` to a fresh copy of the state and compare-and-set the result."""
-        store = self._store
-        for attempt in range(self._max_retries + 1):
-            if attempt:
-                await anyio.sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))
-            record = await store.get(owner, kind.name, handle_id)
+        """Apply ``fn`` to a fresh copy of the state and compare-and-set the result.
+
+        The state comes from ``latest`` when this process holds the handle's last
+        version (one round trip: the compare-and-set), else from the store (two).
+        A remembered version that moved costs one more round trip, never a lost
+        update: the refusal carries the live record, and ``fn`` runs again on it.
+        If ``fn`` raises on a remembered state, it runs again on the store's.
+        """
+        key = (owner, kind.name, handle_id)
+        record = self.latest.get(key) if self._remember else None
+        guessed = record is not None  # a remembered record: the store has not confirmed it
+        conflicts = 0
+        while True:
             if record is None:
-                raise await self._guard.gone(owner, kind, handle_id)
+                record = await self._store.get(owner, kind.name, handle_id)
+                if record is None:
+                    self.latest.drop(key)
+                    raise await self._guard.gone(owner, kind, handle_id)
             state = kind.model.model_validate_json(record.value)
-            result = await maybe_await(fn(state))
+            try:
+                result = await maybe_await(fn(state))
+            except Exception:
+                if not guessed:
+                    raise
+                record, guessed = None, False  # refused a state that may be old: ask the store
+                continue
             now = self._clock()
             expires = kind.lifetime.deadline(created, now)
             if expires <= now:
                 raise HandleExpired(kind, handle_id, expires)
             value = state.model_dump_json().encode()
             try:
-                new = await store.replace(
+                applied, current = await self._store.replace_or_read(
                     owner, kind.name, handle_id, value, version=record.version, expires_at=expires
                 )
             except StoreUnavailable as exc:
                 if exc.applied is not None:
                     raise
-                new = await self._settle_replace(owner, kind, handle_id, record, value, expires)
-            if new is not None:
-                handle = Handle(handle_id, kind, state, new.version, created, new.expires_at)
+                self.latest.drop(key)
+                current = await self._settle_replace(owner, kind, handle_id, record, value, expires)
+                applied = current is not None
+            else:
+                if current is None:  # closed or expired, here or on another replica
+                    self.latest.drop(key)
+                    raise await self._guard.gone(owner, kind, handle_id)
+            if applied:
+                assert current is not None
+                if self._remember:
+                    self.latest.put(key, current)
+                handle = Handle(
+                    handle_id, kind, state, current.version, created, current.expires_at
+                )
                 return Updated(handle, result)
-        why = f"kept changing under concurrent calls ({self._max_retries + 1} attempts)"
-        raise HandleConflict(kind, handle_id, why)
+            if not guessed:  # a race with another process, not an old guess: back off
+                conflicts += 1
+                if conflicts > self._max_retries:
+                    why = f"kept changing under concurrent calls ({conflicts} attempts)"
+                    raise HandleConflict(kind, handle_id, why)
+                await anyio.sleep(
+                    random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**conflicts))
+                )
+            record, guessed = current, False  # None after a fence: read it again
 
     async def _settle_replace(
         self,
@@ -234,6 +278,7 @@ class Writer:
                 keep=self._closed_limit,
             )
 
+        self.latest.drop((owner, kind.name, handle_id))  # whatever happens, it may be gone
         try:
             if await retire():
                 return True, outcome

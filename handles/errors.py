@@ -21,7 +21,8 @@ MCP reports a failure in one of two ways, and which one decides who reads it:
             └── TransientHandleError retryable: the same call may succeed shortly
                 ├── StorageUnavailable  "store_unavailable": wraps stores.StoreUnavailable
                 │   └── StorageFull     "store_full": wraps stores.StoreFull
-                └── HandleConflict      "conflict": concurrent changes won every retry
+                ├── HandleConflict      "conflict": concurrent changes won every retry
+                └── LiveCapReached      (handles.live) "live_cap_reached": too many open here
 
 A retryable error is only raised when nothing was applied; a write whose answer
 never came and could not be settled is ``OutcomeUnknown``, whose text says so and
@@ -42,6 +43,7 @@ This module imports nothing of the MCP core, so the handle layer stands alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from .kinds import HandleKind, iso_utc
@@ -59,6 +61,7 @@ __all__ = [
     "TransientHandleError",
     "UnknownHandle",
     "WrongKind",
+    "every_tool",
 ]
 
 ECHO_LIMIT = 60
@@ -95,8 +98,28 @@ def _title(kind: AnyKind) -> str:
     return f"{kind.label[0].upper()}{kind.label[1:]}"
 
 
-def _start_new(kind: AnyKind) -> str:
-    return f"Call {kind.create_tool} to start a new {kind.label}."
+#: Maps a tool's declared name to the name a client sees it under, or ``None`` if the
+#: server has no such tool. Hints are written through it, so none names a missing tool.
+ToolNames = Callable[[str], str | None]
+
+
+def every_tool(name: str) -> str:
+    """The ``ToolNames`` that assumes every named tool exists under its own name."""
+    return name
+
+
+def _either(parts: list[str]) -> str:
+    """``"A."``, ``"A, or B."``, ``"A, B, or C."``; an empty hint for no parts."""
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return f"{parts[0]}."
+    return f"{', '.join(parts[:-1])}, or {parts[-1]}."
+
+
+def _start_new(kind: AnyKind, tools: ToolNames) -> str:
+    create = tools(kind.create_tool)
+    return f"Call {create} to start a new {kind.label}." if create else ""
 
 
 class HandleError(ToolError):
@@ -118,7 +141,16 @@ class HandleError(ToolError):
         self.hint = hint
 
     def __str__(self) -> str:
-        return f"{self.message} {self.hint}"
+        return f"{self.message} {self.hint}" if self.hint else self.message
+
+    def text(self, tools: ToolNames = every_tool) -> str:
+        """The text for the model, naming tools as ``tools`` says and leaving out any hint
+        whose tool is missing (``tools`` returns ``None``)."""
+        hint = self._hint(tools)
+        return f"{self.message} {hint}" if hint else self.message
+
+    def _hint(self, tools: ToolNames) -> str:
+        return self.hint
 
 
 class UnknownHandle(HandleError):
@@ -127,12 +159,19 @@ class UnknownHandle(HandleError):
     code = "unknown"
 
     def __init__(self, kind: AnyKind, handle_id: str) -> None:
-        super().__init__(
-            f"Unknown {kind.label} {echo(handle_id)}.",
-            f"Copy the {kind.id_param} exactly as {kind.create_tool} returned it, "
-            f"call {kind.list_tool} to see your open {kind.plural}, "
-            f"or call {kind.create_tool} to start a new one.",
-        )
+        self.kind = kind
+        super().__init__(f"Unknown {kind.label} {echo(handle_id)}.", self._hint(every_tool))
+
+    def _hint(self, tools: ToolNames) -> str:
+        kind = self.kind
+        create, listing = tools(kind.create_tool), tools(kind.list_tool)
+        source = f"as {create} returned it" if create else "as it was given to you"
+        parts = [f"Copy the {kind.id_param} exactly {source}"]
+        if listing:
+            parts.append(f"call {listing} to see your open {kind.plural}")
+        if create:
+            parts.append(f"call {create} to start a new one")
+        return _either(parts)
 
 
 class WrongKind(HandleError):
@@ -141,13 +180,22 @@ class WrongKind(HandleError):
     code = "wrong_kind"
 
     def __init__(self, kind: AnyKind, actual: AnyKind, handle_id: str) -> None:
+        self.kind = kind
         super().__init__(
             f"{echo(handle_id)} is {_article(actual.label)} {actual.label} id, "
             f"not {_article(kind.label)} {kind.label} id.",
-            f"Pass a {kind.id_param} exactly as {kind.create_tool} returned it, "
-            f"or call {kind.list_tool} to see your open {kind.plural}.",
+            self._hint(every_tool),
         )
         self.actual = actual.name
+
+    def _hint(self, tools: ToolNames) -> str:
+        kind = self.kind
+        create, listing = tools(kind.create_tool), tools(kind.list_tool)
+        source = f"as {create} returned it" if create else "as it was given to you"
+        parts = [f"Pass a {kind.id_param} exactly {source}"]
+        if listing:
+            parts.append(f"call {listing} to see your open {kind.plural}")
+        return _either(parts)
 
 
 class HandleExpired(HandleError):
@@ -156,12 +204,18 @@ class HandleExpired(HandleError):
     code = "expired"
 
     def __init__(self, kind: AnyKind, handle_id: str, expired_at: float | None) -> None:
+        self.kind = kind
         when = "has expired; the exact time is not known"
         if expired_at is not None:
             when = f"expired at {iso_utc(expired_at)}"
         policy = kind.lifetime.describe(kind.plural)
-        super().__init__(f"{_title(kind)} {echo(handle_id)} {when} ({policy}).", _start_new(kind))
+        super().__init__(
+            f"{_title(kind)} {echo(handle_id)} {when} ({policy}).", self._hint(every_tool)
+        )
         self.expired_at = expired_at
+
+    def _hint(self, tools: ToolNames) -> str:
+        return _start_new(self.kind, tools)
 
 
 class HandleClosed(HandleError):
@@ -178,15 +232,19 @@ class HandleClosed(HandleError):
         *,
         outcome: Any = None,
     ) -> None:
+        self.kind = kind
         super().__init__(
             f"{_title(kind)} {echo(handle_id)} was {reason} at {iso_utc(closed_at)} "
             "and can no longer be used.",
-            _start_new(kind),
+            self._hint(every_tool),
         )
         self.reason = reason
         self.closed_at = closed_at
         #: What the close returned (JSON), when it stored it; never shown to the model.
         self.outcome = outcome
+
+    def _hint(self, tools: ToolNames) -> str:
+        return _start_new(self.kind, tools)
 
 
 class QuotaExceeded(HandleError):
@@ -195,16 +253,27 @@ class QuotaExceeded(HandleError):
     code = "quota_exceeded"
 
     def __init__(self, kind: AnyKind, limit: int) -> None:
-        policy = kind.lifetime.describe(kind.plural)
-        if kind.close_tool:
-            hint = (
-                f"Call {kind.close_tool} on one you no longer need "
-                f"({kind.list_tool} lists them), or wait for one to expire: {policy}."
-            )
-        else:
-            hint = f"Wait for one to expire ({policy}); {kind.list_tool} lists them."
-        super().__init__(f"You already have {limit} open {kind.plural}, the most allowed.", hint)
+        self.kind = kind
+        super().__init__(
+            f"You already have {limit} open {kind.plural}, the most allowed.",
+            self._hint(every_tool),
+        )
         self.limit = limit
+
+    def _hint(self, tools: ToolNames) -> str:
+        kind = self.kind
+        policy = kind.lifetime.describe(kind.plural)
+        close = tools(kind.close_tool) if kind.close_tool else None
+        listing = tools(kind.list_tool)
+        if close:
+            lists = f" ({listing} lists them)" if listing else ""
+            return (
+                f"Call {close} on one you no longer need{lists}, "
+                f"or wait for one to expire: {policy}."
+            )
+        if listing:
+            return f"Wait for one to expire ({policy}); {listing} lists them."
+        return f"Wait for one to expire ({policy})."
 
 
 class OutcomeUnknown(HandleError):
@@ -220,10 +289,17 @@ class OutcomeUnknown(HandleError):
     code = "outcome_unknown"
 
     def __init__(self, kind: AnyKind, whether: str) -> None:
+        self.kind = kind
         super().__init__(
             f"The {kind.label} store did not answer in time, so it is not known whether {whether}.",
-            f"Call {kind.list_tool} to see the current state before repeating this call.",
+            self._hint(every_tool),
         )
+
+    def _hint(self, tools: ToolNames) -> str:
+        listing = tools(self.kind.list_tool)
+        if listing:
+            return f"Call {listing} to see the current state before repeating this call."
+        return "Check the current state before repeating this call."
 
 
 class TransientHandleError(HandleError):
@@ -250,14 +326,21 @@ class StorageFull(StorageUnavailable):
     code = "store_full"
 
     def __init__(self, kind: AnyKind) -> None:
-        if kind.close_tool:
-            hint = (
-                f"This clears when the server frees space; {kind.close_tool} on "
-                f"{kind.plural} you no longer need frees some ({kind.list_tool} lists them)."
-            )
-        else:
-            hint = f"This clears when the server frees space or {kind.plural} expire."
-        HandleError.__init__(self, f"The {kind.label} store is full, so nothing was changed.", hint)
+        self.kind = kind
+        message = f"The {kind.label} store is full, so nothing was changed."
+        HandleError.__init__(self, message, self._hint(every_tool))
+
+    def _hint(self, tools: ToolNames) -> str:
+        kind = self.kind
+        close = tools(kind.close_tool) if kind.close_tool else None
+        if not close:
+            return f"This clears when the server frees space or {kind.plural} expire."
+        listing = tools(kind.list_tool)
+        lists = f" ({listing} lists them)" if listing else ""
+        return (
+            f"This clears when the server frees space; {close} on "
+            f"{kind.plural} you no longer need frees some{lists}."
+        )
 
 
 class HandleConflict(TransientHandleError):

@@ -20,6 +20,7 @@ import base64
 import hashlib
 import hmac
 import logging
+import os
 import re
 import secrets
 from collections.abc import Iterable, Sequence
@@ -33,7 +34,14 @@ from itsdangerous.signer import Signer
 from .errors import cut
 from .kinds import HandleKind
 
-__all__ = ["HandleCodec", "SecretKeys", "redact"]
+__all__ = [
+    "PLACEHOLDER_MARKS",
+    "HandleCodec",
+    "SecretKeys",
+    "parse_secret_keys",
+    "redact",
+    "secret_keys_from_environment",
+]
 
 _log = logging.getLogger("handles")
 
@@ -118,6 +126,58 @@ def _ring(secret_keys: SecretKeys | None) -> list[bytes]:
                 "secret; use random bytes (e.g. secrets.token_urlsafe(32))"
             )
     return keys
+
+
+#: Fragments of the placeholder keys that docs and examples show; a real key has none.
+PLACEHOLDER_MARKS = ("replace-with", "replace-me", "changeme", "change-me", "your-secret")
+
+
+def parse_secret_keys(text: str) -> list[str]:
+    """A comma-separated key ring, oldest first, newest last (the newest signs).
+
+    Blanks around keys are ignored; an empty entry is an error (``" , ,"`` or
+    ``"key,"`` is a mistake, not a request for an ephemeral key).
+
+    Raises:
+        ValueError: No key, a blank entry, a key that is one character repeated, a key
+            shorter than 32 bytes, or a placeholder copied from the docs; the message
+            names the key by its place (from 1), never its text.
+    """
+    keys = [key.strip() for key in text.split(",")]
+    if not any(keys):
+        raise ValueError("no key in it")
+    for number, key in enumerate(keys, 1):
+        if not key:
+            raise ValueError(f"key {number} is blank")
+        if len(set(key)) == 1:
+            raise ValueError(f"key {number} is one character repeated")
+        size = len(key.encode())
+        if size < MIN_SECRET_BYTES:
+            raise ValueError(f"key {number} has {size} bytes")
+        if any(mark in key.lower() for mark in PLACEHOLDER_MARKS):
+            raise ValueError(f"key {number} is a placeholder copied from the docs")
+    return keys
+
+
+def secret_keys_from_environment(variable: str = "HANDLES_SECRET") -> list[str] | None:
+    """The key ring in ``$HANDLES_SECRET`` (see ``parse_secret_keys``), or ``None``.
+
+    Pass the result as ``HandleManager(secret_keys=...)``: ``None`` (unset or empty)
+    leaves the manager on an ephemeral key, which it warns about. Only blanks and
+    commas (``" , ,"``) is an error, not that fallback.
+
+    Raises:
+        ValueError: A key is blank, one character repeated, too short or a
+            placeholder; the message starts with the variable's name
+            (``HANDLES_SECRET: key 2 has 8 bytes``).
+    """
+    text = os.environ.get(variable, "")
+    if not text:
+        return None
+    try:
+        return parse_secret_keys(text)
+    except ValueError as exc:
+        raise ValueError(f"{variable}: {exc}") from None
 
 
 def _mint_time(body: str) -> int:

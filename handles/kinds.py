@@ -12,16 +12,23 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Generic, TypeVar
+from functools import cached_property
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
-__all__ = ["HandleKind", "Lifetime", "humanize_duration", "iso_utc"]
+__all__ = ["MAX_ID_CHARS", "X_MCP_HEADER", "HandleKind", "Lifetime", "humanize_duration", "iso_utc"]
 
 S = TypeVar("S", bound=BaseModel)
 
+#: The longest id a tool accepts (ids are 47 characters for a 3-letter prefix).
+MAX_ID_CHARS = 256
+#: The JSON Schema keyword (SEP-2243) that publishes a parameter as ``Mcp-Param-<name>``.
+X_MCP_HEADER = "x-mcp-header"
+
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _PREFIX = re.compile(r"[a-z][a-z0-9]{1,7}")
+_HEADER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
 # Largest unit first; days only from two days on, so a day reads "24 hours".
 _UNITS = ((86400, "day", 2), (3600, "hour", 1), (60, "minute", 1), (1, "second", 1))
 
@@ -127,6 +134,10 @@ class HandleKind(Generic[S]):
         list_tool: The tool that lists them; defaults to ``list_<plural>``.
         close_tool: The tool that closes one, if any; named in quota errors.
         id_param: The tool parameter that carries the id; defaults to ``<name>_id``.
+        header: Publish the id parameter as the HTTP header ``Mcp-Param-<header>``
+            (SEP-2243, e.g. ``"Basket-Id"``), so gateways can route and limit by
+            handle; the server then refuses a forged, foreign or wrong-kind id in
+            that header before reading the body. ``None`` (the default): no header.
     """
 
     name: str
@@ -139,6 +150,7 @@ class HandleKind(Generic[S]):
     list_tool: str = ""
     close_tool: str | None = None
     id_param: str = ""
+    header: str | None = None
     label: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -146,6 +158,11 @@ class HandleKind(Generic[S]):
             raise ValueError(f"a kind name is a lower-case identifier, got {self.name!r}")
         if not _PREFIX.fullmatch(self.prefix):
             raise ValueError(f"a prefix is 2-8 lower-case letters or digits, got {self.prefix!r}")
+        if self.header is not None and not _HEADER.fullmatch(self.header):
+            raise ValueError(
+                f"a header name is letters, digits and '-', such as 'Basket-Id', "
+                f"got {self.header[:60]!r}"
+            )
         if self.quota is not None and self.quota < 1:
             raise ValueError(f"a quota must be at least 1, got {self.quota!r}")
         label = self.name.replace("_", " ")
@@ -169,3 +186,29 @@ class HandleKind(Generic[S]):
         """
         clause = self.lifetime.describe(self.plural)
         return f"{clause[0].upper()}{clause[1:]}."
+
+    @cached_property
+    def id_annotation(self) -> Any:
+        """The id parameter's type for a tool signature, as every front end writes it.
+
+        ``Annotated[str, Field(...)]`` whose description names the creating tool, the
+        prefix and the lifetime, with a length bound::
+
+            async def get_basket(basket_id: basket.id_annotation) -> BasketView: ...
+        """
+        description = (
+            f"The {self.label} id, exactly as {self.create_tool} returned it "
+            f"(starts with {self.prefix}_). {self.lifetime_sentence}"
+        )
+        extra: dict[str, Any] | None = None if self.header is None else {X_MCP_HEADER: self.header}
+        info = Field(description=description, max_length=MAX_ID_CHARS, json_schema_extra=extra)
+        return Annotated[str, info]
+
+    @cached_property
+    def created_model(self) -> type[BaseModel]:
+        """The creating tool's result model: ``{"<kind>_id": ..., "expires_at": ...}``."""
+        fields: dict[str, Any] = {
+            self.id_param: (str, Field(description=f"The new {self.label}'s id.")),
+            "expires_at": (str, Field(description="When it expires unless used (ISO 8601, UTC).")),
+        }
+        return create_model(f"{self.model.__name__}Created", **fields)

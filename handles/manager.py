@@ -27,8 +27,10 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from stores.base import LimitExceeded, Store, StoreFull, StoreUnavailable
+from stores.memory import MemoryStore
 
 from ._guard import Guard
+from ._latest import Latest
 from ._turns import Turns
 from ._writes import Writer
 from .errors import QuotaExceeded, StorageFull, StorageUnavailable
@@ -37,10 +39,13 @@ from .ids import HandleCodec, SecretKeys
 from .kinds import HandleKind
 from .principal import Principal
 
-__all__ = ["CLOSED_LIMIT", "HandleManager"]
+__all__ = ["CACHE_BYTES", "CLOSED_LIMIT", "HandleManager"]
 
 CLOSED_LIMIT = 1000
 """The default ``closed_limit``: tombstones kept per principal and kind."""
+
+CACHE_BYTES = 16 * 2**20
+"""The default ``cache_bytes``: 16 MiB of remembered state (some 30,000 small baskets)."""
 
 S = TypeVar("S", bound=BaseModel)
 R = TypeVar("R")
@@ -62,6 +67,13 @@ class HandleManager:
             those that expire soonest are dropped (and those handles then read as
             expired rather than closed). The default, 1,000 of some 200 bytes each,
             bounds a principal's tombstones of a kind at about 200 KB.
+        cache_bytes: The most bytes of state remembered, per handle this manager
+            wrote or read last (least recently used out; 0 remembers nothing), so
+            that an edit of such a handle sends its compare-and-set without reading
+            first: one round trip to the store instead of two. The store's reply
+            still decides: a version that moved elsewhere costs one more round
+            trip, and a close or expiry elsewhere is reported as such. Default:
+            ``CACHE_BYTES``, or 0 over a ``MemoryStore`` (nothing to save there).
     """
 
     def __init__(
@@ -74,9 +86,13 @@ class HandleManager:
         max_retries: int = 16,
         closed_retention: float | timedelta = 86400.0,
         closed_limit: int = CLOSED_LIMIT,
+        cache_bytes: int | None = None,
     ) -> None:
         if closed_limit < 1:
             raise ValueError("closed_limit must be at least 1")
+        if cache_bytes is None:  # a MemoryStore's read is a dict lookup: nothing to save
+            cache_bytes = 0 if isinstance(store, MemoryStore) else CACHE_BYTES
+        self._latest = Latest(cache_bytes)
         self._store = store
         self._codec = HandleCodec(kinds, secret_keys)
         self._guard = Guard(self._codec, store)
@@ -84,7 +100,13 @@ class HandleManager:
         if isinstance(closed_retention, timedelta):
             closed_retention = closed_retention.total_seconds()
         self._writer = Writer(
-            store, self._guard, clock, max_retries, float(closed_retention), closed_limit
+            store,
+            self._guard,
+            clock,
+            max_retries,
+            float(closed_retention),
+            closed_limit,
+            self._latest,
         )
         self._turns = Turns()
 
@@ -92,6 +114,18 @@ class HandleManager:
     def kinds(self) -> list[HandleKind[Any]]:
         """The registered kinds."""
         return self._codec.kinds
+
+    def check(self, principal: Principal, kind: HandleKind[Any], handle_id: str) -> None:
+        """Refuse an id that cannot be ``principal``'s live ``kind``: one HMAC, no store access.
+
+        What ``get`` checks before it reads the store; a screen for ids seen outside
+        a call (an HTTP header, a gateway) uses it.
+
+        Raises:
+            HandleError: Unknown (mistyped, forged, foreign), wrong kind, or past its
+                absolute deadline.
+        """
+        self._guard.check(kind, handle_id, principal.digest, self._clock())
 
     async def create(
         self, principal: Principal, kind: HandleKind[S], state: S | None = None
@@ -136,7 +170,9 @@ class HandleManager:
         with _storage_errors(kind):
             record = await self._store.get(owner, kind.name, handle_id, renew_until=renew)
             if record is None:
+                self._latest.drop((owner, kind.name, handle_id))
                 raise await self._guard.gone(owner, kind, handle_id)
+            self._latest.offer((owner, kind.name, handle_id), record)
         state = kind.model.model_validate_json(record.value)
         return Handle(handle_id, kind, state, record.version, created, record.expires_at)
 
@@ -160,9 +196,11 @@ class HandleManager:
         """Change a handle's state with ``fn`` without ever losing a concurrent update.
 
         ``fn`` receives an editable copy of the state, may be sync or async, and its
-        return value comes back as ``Updated.result``. It may run more than once when
-        another process wins a race, so it should only change the state. If it raises,
-        nothing is written.
+        return value comes back as ``Updated.result``. It may run more than once (when
+        another process wins a race, or the version this manager remembered has moved),
+        so it should only change the state. If it raises, nothing is written; if it
+        raised on a remembered state, it runs once more on the store's, so that what it
+        raises is about the latest state.
 
         Raises:
             HandleError: Unknown, wrong kind, expired, closed, store unavailable, or

@@ -16,9 +16,22 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 __all__ = ["Principal"]
+
+
+class _Token(Protocol):
+    """What we read of the MCP SDK's and FastMCP's ``AccessToken``."""
+
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def scopes(self) -> list[str]: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def claims(self) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +67,19 @@ class Principal:
     def from_environment(cls, variable: str = "HANDLES_PRINCIPAL") -> Principal:
         """The stdio caller: ``$HANDLES_PRINCIPAL``, else the OS user name."""
         return cls(subject=os.environ.get(variable) or getpass.getuser(), issuer="local")
+
+    @classmethod
+    def from_access_token(cls, token: _Token) -> Principal:
+        """The principal of an SDK or FastMCP ``AccessToken``: ``(iss, sub, client_id)``;
+        without a subject, ``for_client(client_id)``, which never equals a user.
+
+        Like the SDK's ``principal_components`` it is who issued the token, for whom and
+        through which client, so two users of one client are two principals; the digest
+        is ours, not the SDK's ``json.dumps`` of the three.
+        """
+        claim = (token.claims or {}).get("iss")
+        issuer = str(claim) if claim is not None else None
+        scopes = frozenset(token.scopes)
+        if not token.subject:  # a client-credentials token: the client as itself
+            return cls.for_client(token.client_id, issuer, scopes)
+        return cls(token.subject, issuer, token.client_id, scopes)

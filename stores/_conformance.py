@@ -454,3 +454,69 @@ class RetireCases:
                 tg.start_soon(retire, item)
         assert len(winners) == 1
         assert await store.get(OWNER, CLOSED, "k") == Record(b"%d" % winners[0], 1, now + TTL)
+
+
+class ReplaceOrReadCases:
+    """``replace_or_read``: ``replace``, answered with the live record when it does not apply."""
+
+    async def test_applies_as_replace(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v1", expires_at=now + TTL)
+        answer = await store.replace_or_read(
+            OWNER, GROUP, "k", b"v2", version=1, expires_at=now + 2 * TTL
+        )
+        assert answer == (True, Record(b"v2", 2, now + 2 * TTL))
+        assert await store.get(OWNER, GROUP, "k") == Record(b"v2", 2, now + 2 * TTL)
+
+    async def test_stale_version_answers_the_live_record(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v1", expires_at=now + TTL)
+        second = await store.replace(OWNER, GROUP, "k", b"v2", version=1, expires_at=now + TTL)
+        answer = await store.replace_or_read(
+            OWNER, GROUP, "k", b"stale", version=1, expires_at=now + 3 * TTL
+        )
+        assert answer == (False, second)
+        store_harness.advance(TTL)  # the refused write did not renew the record either
+        assert await store.get(OWNER, GROUP, "k") is None
+
+    async def test_missing_or_expired_answers_none(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        missing = await store.replace_or_read(
+            OWNER, GROUP, "k", b"v", version=1, expires_at=now + TTL
+        )
+        assert missing == (False, None)
+        await store.create(OWNER, GROUP, "old", b"v", expires_at=now + TTL)
+        store_harness.advance(TTL)
+        later = store_harness.now() + TTL
+        expired = await store.replace_or_read(
+            OWNER, GROUP, "old", b"x", version=1, expires_at=later
+        )
+        assert expired == (False, None)
+        assert await store.get(OWNER, GROUP, "old") is None
+        assert await store.list(OWNER, GROUP) == {}
+
+    async def test_writers_that_guess_the_version_lose_no_update(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, expires_at = store_harness.store, store_harness.now() + TTL
+        await store.create(OWNER, GROUP, "k", b"", expires_at=expires_at)
+        guess = Record(b"", 1, expires_at)  # what every writer believes, mostly wrongly
+        retries = anyio.CapacityLimiter(4)
+
+        async def append(item: int) -> None:
+            record: Record | None = guess
+            async with retries:
+                while record is not None:
+                    value = record.value + b"%d," % item
+                    applied, current = await store.replace_or_read(
+                        OWNER, GROUP, "k", value, version=record.version, expires_at=expires_at
+                    )
+                    record = None if applied else current
+                    assert applied or current is not None
+
+        async with anyio.create_task_group() as tg:
+            for item in range(100):
+                tg.start_soon(append, item)
+        final = await store.get(OWNER, GROUP, "k")
+        assert final is not None and final.version == 101
+        assert sorted(int(item) for item in final.value.split(b",")[:-1]) == list(range(100))

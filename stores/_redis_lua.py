@@ -1,5 +1,8 @@
 """The Lua scripts behind ``RedisStore``: one script, one round trip, per method.
 
+(``REPLACE`` serves both ``replace`` and ``replace_or_read``: on a version
+mismatch it answers with the live record, which ``replace`` ignores.)
+
 Every script touches one owner's keys only, which share the owner's hash tag and
 so one Redis Cluster slot. The record scripts take ``KEYS = [record, index]`` and
 ``ARGV = [now, member, ...]``; ``now`` and expiries are the caller's clock, in
@@ -97,8 +100,11 @@ REPLACE = (
     _PRELUDE
     + """
 -- ARGV: now, member, value, version, expires_at, px
+-- Returns the new version; the live record {version, value, expires_at} if it is
+-- at another version (unchanged); nil if there is none.
 local r = live()
-if not r or tonumber(r[1]) ~= tonumber(ARGV[4]) then return nil end
+if not r then return nil end
+if tonumber(r[1]) ~= tonumber(ARGV[4]) then return r end
 redis.call('HSET', rec, 'd', ARGV[3], 'x', ARGV[5])
 local version = redis.call('HINCRBY', rec, 'v', 1)
 expire(ARGV[5], ARGV[6])

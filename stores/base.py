@@ -18,7 +18,8 @@ future does not exist for any method: reads return ``None``, it does not count
 towards a limit and it is not listed. Backends reclaim expired records on their
 own, never by scanning everything on each call.
 
-Versions start at 1 and grow by one on each successful ``replace``.
+Versions start at 1 and grow by one on each successful ``replace`` (or
+``replace_or_read``, the same compare-and-set answered with the current record).
 
 Counters: ``incr`` keeps a count in a record of its own (value: the count in
 ASCII digits; version: the count), for rate limits and the like. It is atomic
@@ -149,6 +150,37 @@ class Store(ABC):
         expiry, and is returned. If the record is gone or its version differs,
         nothing changes and ``None`` is returned; ``get`` tells which.
         """
+
+    async def replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> tuple[bool, Record | None]:
+        """``replace``, answered with the live record when it does not apply.
+
+        Returns ``(True, new)`` when the record was replaced (as ``replace``
+        returns it), ``(False, current)`` when it was not: ``current`` is the live
+        record (at another version; nothing changed, its expiry included), or
+        ``None`` if there is none. A caller that guessed the version learns the
+        real one in the same reply.
+
+        This default is built on ``replace`` and ``get``: a second round trip
+        when the version moved (and a failure of that ``get`` is reported with
+        ``applied=False``: the ``replace`` certainly did not apply). Backends
+        override it with one atomic step.
+        """
+        new = await self.replace(owner, group, key, value, version=version, expires_at=expires_at)
+        if new is not None:
+            return True, new
+        try:
+            return False, await self.get(owner, group, key)
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(str(exc), applied=False) from exc
 
     @abstractmethod
     async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:

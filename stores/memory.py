@@ -103,6 +103,22 @@ class MemoryStore(Store):
             return None
         return self._put(address, Record(value, version + 1, expires_at))
 
+    async def replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> tuple[bool, Record | None]:
+        address = (owner, group, key)
+        record = self._live(address, self._clock())
+        if record is None or record.version != version:
+            return False, record
+        return True, self._put(address, Record(value, version + 1, expires_at))
+
     async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
         address = (owner, group, key)
         record = self._live(address, self._clock())

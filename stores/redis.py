@@ -283,10 +283,27 @@ class RedisStore(Store):
         version: int,
         expires_at: float,
     ) -> Record | None:
+        applied, record = await self.replace_or_read(
+            owner, group, key, value, version=version, expires_at=expires_at
+        )
+        return record if applied else None
+
+    async def replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> tuple[bool, Record | None]:
         now = self._clock()
         args = (value, version, _time(expires_at), _px(expires_at, now))
-        new = await self._run(self._replace, owner, group, key, now, *args)
-        return None if new is None else Record(value, int(new), expires_at)
+        reply = await self._run(self._replace, owner, group, key, now, *args)
+        if type(reply) is int:
+            return True, Record(value, reply, expires_at)
+        return False, None if reply is None else _record(reply)
 
     async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
         expected = "" if version is None else version

@@ -27,6 +27,7 @@ from ._conformance import (
     CounterCases,
     ExpiryCases,
     LimitCases,
+    ReplaceOrReadCases,
     RetireCases,
 )
 from ._harness import ManualClock as ManualClock
@@ -37,6 +38,12 @@ __all__ = ["ManualClock", "StoreConformance", "StoreHarness"]
 
 @pytest.mark.anyio
 class StoreConformance(
-    BasicCases, LimitCases, ExpiryCases, ConcurrencyCases, CounterCases, RetireCases
+    BasicCases,
+    LimitCases,
+    ExpiryCases,
+    ConcurrencyCases,
+    CounterCases,
+    RetireCases,
+    ReplaceOrReadCases,
 ):
     """Every test of the store contract; subclass it and provide ``store_harness``."""

@@ -53,6 +53,7 @@ HANDLES_API = {
     "TransientHandleError",
     "UnknownHandle",
     "WrongKind",
+    "secret_keys_from_environment",
 }
 STORES_API = {
     "LimitExceeded",

@@ -45,7 +45,11 @@ from .protocol import (
 from .ratelimit import RateLimiter
 from .tools import Tool, ToolError, ToolFunction
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "Connection", "Server"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "Connection", "HeaderScreen", "Server"]
+
+HeaderScreen = Callable[[Principal, str], str | None]
+"""Looks at one ``Mcp-Param-*`` header value before the body is read: ``None`` lets the
+request through, a text refuses it (what was wrong and what to do next)."""
 
 logger = logging.getLogger("handles.server")
 CacheScope = Literal["public", "private"]
@@ -71,6 +75,10 @@ class Connection:
     client_capabilities: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None
     pending: PendingRequests | None = None
+    #: Set by a transport that refused the call from its headers alone (an
+    #: ``Mcp-Param-*`` screen): ``tools/call`` answers with this ``isError`` text
+    #: and neither validates the arguments nor runs the tool.
+    refusal: str | None = None
 
 
 class Server:
@@ -115,11 +123,34 @@ class Server:
         self._pages = ToolPages(page_size)
         self._cache: dict[str, Any] = {"ttlMs": list_ttl_ms, "cacheScope": cache_scope}
         self._result_meta = {SERVER_INFO: self.info}
+        self._screens: dict[str, HeaderScreen] = {}
 
     @property
     def tools(self) -> list[Tool]:
         """The registered tools, in registration order (the ``tools/list`` order)."""
         return list(self._tools.values())
+
+    def get_tool(self, name: str) -> Tool | None:
+        """The tool called ``name``, if one is registered."""
+        return self._tools.get(name)
+
+    @property
+    def header_screens(self) -> dict[str, HeaderScreen]:
+        """The ``Mcp-Param-*`` screens by lower-case header name (``mcp-param-basket-id``)."""
+        return self._screens
+
+    def screen_header(self, name: str, screen: HeaderScreen) -> None:
+        """Have HTTP check header ``Mcp-Param-<name>`` with ``screen`` before reading a body.
+
+        The screen sees the caller and the decoded value and must be cheap (no I/O):
+        it runs on every request that carries the header. Registering the same
+        screen again is a no-op; a different one for the same name is an error.
+        """
+        key = f"mcp-param-{name.lower()}"
+        known = self._screens.get(key)
+        if known is not None and known != screen:
+            raise ValueError(f"header Mcp-Param-{name} already has another screen")
+        self._screens[key] = screen
 
     def add_tool(self, tool: Tool) -> Tool:
         if tool.name in self._tools:
@@ -273,6 +304,10 @@ class Server:
         tool = self._tools.get(name)
         if tool is None:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {_shown(name)}")
+        if connection.refusal is not None:
+            result = {"content": [{"type": "text", "text": connection.refusal}], "isError": True}
+            _log_call(name, connection.principal, result, 0.0)
+            return result
         if self.rate_limit is not None:
             refused = await self._refusal(connection.principal, name)
             if refused is not None:

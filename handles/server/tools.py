@@ -29,12 +29,16 @@ from .content import Content, InputRequired, ToolResult
 from .context import Context, InputNeeded
 from .jsonrpc import ProtocolError
 
-__all__ = ["Tool", "ToolError", "ToolFunction"]
+__all__ = ["X_MCP_HEADER", "Tool", "ToolError", "ToolFunction", "param_headers"]
 
 ToolFunction = Callable[..., Any]
 logger = logging.getLogger("handles.server.tools")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 _ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+X_MCP_HEADER = "x-mcp-header"
+"""The ``inputSchema`` property annotation that mirrors an argument into ``Mcp-Param-<Name>``."""
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name token
+_HEADER_TYPES = ("string", "integer", "boolean")
 
 
 @dataclass(slots=True)
@@ -53,6 +57,9 @@ class Tool:
     renamed: dict[str, str] = field(default_factory=dict)
     #: ``fn`` is a coroutine function: awaited directly, with no awaitable check.
     is_async: bool = False
+    #: Arguments mirrored into ``Mcp-Param-<Name>`` headers (SEP-2243): argument name
+    #: -> (the ``x-mcp-header`` name, its JSON Schema type). Read from ``inputSchema``.
+    headers: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_function(
@@ -87,6 +94,7 @@ class Tool:
             not is_async and in_thread is not False,
             renamed,
             is_async,
+            param_headers(name, definition["inputSchema"]),
         )
 
     async def call(self, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
@@ -132,6 +140,66 @@ class Tool:
         if isinstance(value, Content):
             return {"content": [value.to_wire()], "isError": False}
         return self.output.to_wire(value)
+
+
+def param_headers(tool: str, schema: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The ``x-mcp-header`` declarations of an ``inputSchema``, checked as SEP-2243 asks.
+
+    Clients drop a tool whose declarations break a rule, so a bad one is refused
+    here, at registration: a name must be an RFC 9110 token, unique ignoring case,
+    on a top-level ``string``, ``integer`` or ``boolean`` property (``number`` is
+    not allowed; the core does not mirror nested properties).
+
+    Raises:
+        ValueError: A declaration breaks one of these rules.
+    """
+    declared: dict[str, tuple[str, str]] = {}
+    seen: dict[str, str] = {}
+    for argument, prop in (schema.get("properties") or {}).items():
+        if not isinstance(prop, dict) or X_MCP_HEADER not in prop:
+            continue
+        header, kind = prop[X_MCP_HEADER], prop.get("type")
+        where = f"tool {tool!r}, argument {argument!r}"
+        if not isinstance(header, str) or not _TOKEN.fullmatch(header):
+            raise ValueError(
+                f"{where}: x-mcp-header {str(header)[:60]!r} is not an HTTP token "
+                "(letters, digits and !#$%&'*+-.^_`|~, no spaces or colons)"
+            )
+        if kind not in _HEADER_TYPES:
+            raise ValueError(
+                f"{where}: x-mcp-header is allowed on a string, integer or boolean property "
+                f"only, and this one's type is {kind!r} (an Optional[...] is not allowed: "
+                "give it a default instead)"
+            )
+        if header.lower() in seen:
+            raise ValueError(
+                f"{where}: x-mcp-header {header!r} is already used by argument "
+                f"{seen[header.lower()]!r} (names are compared ignoring case)"
+            )
+        seen[header.lower()] = argument
+        declared[argument] = (header, kind)
+    _check_nested(tool, schema)
+    return declared
+
+
+def _check_nested(tool: str, schema: dict[str, Any]) -> None:
+    """Refuse an ``x-mcp-header`` anywhere but on a top-level property."""
+    stack: list[tuple[Any, bool]] = [(schema, False)]
+    while stack:
+        node, top_property = stack.pop()
+        if isinstance(node, dict):
+            if X_MCP_HEADER in node and not top_property:
+                raise ValueError(
+                    f"tool {tool!r}: x-mcp-header is allowed only on a top-level property "
+                    "of inputSchema; move it or drop it"
+                )
+            for key, value in node.items():
+                if key == "properties" and node is schema and isinstance(value, dict):
+                    stack.extend((sub, True) for sub in value.values())
+                elif key not in ("default", "examples", "const", "enum"):
+                    stack.append((value, False))
+        elif isinstance(node, list):
+            stack.extend((item, False) for item in node)
 
 
 def _check_name(name: str) -> None:

@@ -122,12 +122,7 @@ def principal_from_access_token(token: AccessTokenLike) -> Principal:
     Without a subject it is the client acting as itself (``Principal.for_client``),
     which never shares a digest with a user whose subject equals the client id.
     """
-    claim = (token.claims or {}).get("iss")
-    issuer = str(claim) if claim is not None else None
-    scopes = frozenset(token.scopes)
-    if not token.subject:
-        return Principal.for_client(token.client_id, issuer, scopes)
-    return Principal(token.subject, issuer, token.client_id, scopes)
+    return Principal.from_access_token(token)
 
 
 class _AdaptedVerifier:

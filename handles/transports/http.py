@@ -32,6 +32,8 @@ from ..principal import Principal
 from ..server.client_requests import PendingRequests
 from ..server.dispatch import Connection, Server
 from ..server.jsonrpc import INVALID_REQUEST, Message, ProtocolError, error_response, parse
+from ..server.protocol import MODERN_VERSIONS
+from . import _param_headers
 from ._http_checks import (
     DEFAULT_ALLOWED_HOSTS,
     DEFAULT_ALLOWED_ORIGINS,
@@ -212,7 +214,8 @@ class HttpApp:
         else:
             principal = await self._caller(headers, send)
             if principal is not None:
-                await self._post(principal, headers, receive, send)
+                screened = self._screen_params(scope, headers, principal)  # SEP-2243
+                await self._post(principal, scope, headers, receive, send, screened)
 
     def _refusal(self, scope: Scope, headers: RequestHeaders) -> _Refusal | None:
         """What is wrong with a request's head, checked before any of its body is read.
@@ -254,8 +257,34 @@ class HttpApp:
         else:
             await reject(send, 405, "Method Not Allowed: use GET", _ALLOW_GET)
 
+    def _screen_params(
+        self, scope: Scope, headers: RequestHeaders, principal: Principal
+    ) -> str | None:
+        """Screen ``Mcp-Param-*`` headers before the body; the refusal, if any.
+
+        Only a modern POST to the endpoint carrying such a header is screened (the
+        head checks and the token have passed). A refused call is answered with the
+        refusal as its ``isError`` result (the model must see what to fix: a
+        mistyped id looks forged), once the body has been read and parsed for its id
+        and checked against the headers; the arguments are not validated and the
+        tool does not run.
+        """
+        if (
+            not self.server.header_screens
+            or (headers.get(b"mcp-protocol-version") or "").strip(" \t") not in MODERN_VERSIONS
+            or not any(name.startswith(b"mcp-param-") for name, _ in scope["headers"])
+        ):
+            return None
+        return _param_headers.screen(self.server, principal, scope["headers"])
+
     async def _post(
-        self, principal: Principal, headers: RequestHeaders, receive: Receive, send: Send
+        self,
+        principal: Principal,
+        scope: Scope,
+        headers: RequestHeaders,
+        receive: Receive,
+        send: Send,
+        refusal: str | None = None,
     ) -> None:
         try:
             body = await self._read_body(receive)
@@ -265,7 +294,7 @@ class HttpApp:
         if body is None:
             return  # the client left
         try:
-            await self._serve(body, principal, headers, receive, send)
+            await self._serve(body, principal, scope, headers, receive, send, refusal)
         finally:
             self._budget.release(len(body))
 
@@ -273,9 +302,11 @@ class HttpApp:
         self,
         body: bytes,
         principal: Principal,
+        scope: Scope,
         headers: RequestHeaders,
         receive: Receive,
         send: Send,
+        refusal: str | None,
     ) -> None:
         accept = accepted(headers.get(b"accept"))
         if not (accept.json or accept.sse):
@@ -290,6 +321,7 @@ class HttpApp:
             if era == "modern":
                 method, name = headers.get(b"mcp-method"), headers.get(b"mcp-name")
                 check_modern_headers(message, version, method, name)
+                _param_headers.check(self.server, message, scope["headers"])
         except ProtocolError as exc:
             await send_json(send, 400, error_response(exc.id, exc))
             return
@@ -299,6 +331,7 @@ class HttpApp:
             await send_response(send, 202)
             return
         connection = Connection(principal, era, version)
+        connection.refusal = refusal
         asks = False
         if era == "legacy":
             self.peers.load(principal, connection)

@@ -75,7 +75,7 @@ NOTE = HandleKind("note", "note", Note, Lifetime(absolute=60))
 
 
 class FlakyStore(MemoryStore):
-    """A ``MemoryStore`` whose reads and creates fail while ``down`` is set."""
+    """A ``MemoryStore`` whose reads, creates and edits fail while ``down`` is set."""
 
     down = False
 
@@ -101,6 +101,21 @@ class FlakyStore(MemoryStore):
     ) -> Record | None:
         self._check()
         return await super().get(owner, group, key, renew_until=renew_until)
+
+    async def replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> tuple[bool, Record | None]:
+        self._check()  # an edit of a remembered state reads nothing first
+        return await super().replace_or_read(
+            owner, group, key, value, version=version, expires_at=expires_at
+        )
 
     async def list(self, owner: str, group: str) -> dict[str, Record]:
         self._check()

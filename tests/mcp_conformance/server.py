@@ -21,9 +21,10 @@ import secrets
 import socket
 import wave
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
+from pydantic import Field
 
 from handles.server.content import (
     AudioContent,
@@ -36,7 +37,7 @@ from handles.server.content import (
 from handles.server.context import Context
 from handles.server.dispatch import Server
 from handles.server.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
-from handles.server.tools import Tool, ToolError
+from handles.server.tools import X_MCP_HEADER, Tool, ToolError
 from handles.transports.http import http_app, serve_http
 
 __all__ = ["build_server", "main"]
@@ -149,8 +150,23 @@ def build_server() -> Server:
     _add_content_tools(server)
     _add_diagnostic_tools(server)
     _add_input_required_tools(server)
+    _add_header_tools(server)
     _add_client_request_tools(server)
     return server
+
+
+Region = Annotated[str, Field(description="A region.", json_schema_extra={X_MCP_HEADER: "Region"})]
+Priority = Annotated[int, Field(json_schema_extra={X_MCP_HEADER: "Priority"})]
+Verbose = Annotated[bool, Field(json_schema_extra={X_MCP_HEADER: "Verbose"})]
+
+
+def _add_header_tools(server: Server) -> None:
+    @server.tool
+    def test_param_header(
+        region: Region, priority: Priority = 0, verbose: Verbose = False
+    ) -> TextContent:
+        """Echo the arguments that are mirrored into Mcp-Param-* headers (SEP-2243)."""
+        return TextContent(f"region={region!r} priority={priority} verbose={verbose}")
 
 
 def _add_content_tools(server: Server) -> None:

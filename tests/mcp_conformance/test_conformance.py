@@ -43,6 +43,7 @@ RUN: dict[str, tuple[str, ...]] = {
     "dns-rebinding-protection": ("2025-11-25", "2026-07-28"),
     "caching": ("2026-07-28",),
     "http-header-validation": ("2026-07-28",),
+    "http-custom-header-server-validation": ("2026-07-28",),
     "logging-set-level": ("2025-06-18", "2025-11-25"),
     "tools-call-with-logging": ("2025-06-18", "2025-11-25"),
     "tools-call-sampling": ("2025-06-18", "2025-11-25"),
@@ -87,10 +88,6 @@ LEFT_OUT: dict[str, str] = {
     "prompts-get-embedded-resource": _NO_PROMPTS,
     "prompts-get-with-image": _NO_PROMPTS,
     "input-required-result-non-tool-request": "input required on prompts/get: " + _NO_PROMPTS,
-    "http-custom-header-server-validation": (
-        "x-mcp-header / Mcp-Param-* headers: our tools never declare x-mcp-header "
-        "(mcp-wire.md §0.4, §15)"
-    ),
     **{
         f"sep-2640-skills-{part}": "the skills extension (optional, not implemented)"
         for part in ("directory", "enumeration", "manifest")

@@ -43,6 +43,7 @@ RUN: dict[str, tuple[str, ...]] = {
     "tools-list": (LEGACY, MODERN),
     "caching": (MODERN,),
     "http-header-validation": (MODERN,),
+    "http-custom-header-server-validation": (MODERN,),
     "dns-rebinding-protection": (LEGACY, MODERN),
 }
 """Scenarios that need no tool of the suite's, with the versions to run each at."""

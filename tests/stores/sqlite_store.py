@@ -100,6 +100,28 @@ class SQLiteStore(Store):
 
         return await self._run(replace)
 
+    async def replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+    ) -> tuple[bool, Record | None]:
+        def replace_or_read(db: sqlite3.Connection, now: float) -> tuple[bool, Record | None]:
+            update = "UPDATE records SET value = ?, version = version + 1, expires_at = ?"
+            where = f" WHERE {_LIVE} AND version = ?"
+            params = (value, expires_at, owner, group, key, now, version)
+            if db.execute(update + where, params).rowcount == 1:
+                return True, Record(value, version + 1, expires_at)
+            query = f"SELECT value, version, expires_at FROM records WHERE {_LIVE}"
+            row = db.execute(query, (owner, group, key, now)).fetchone()
+            return False, None if row is None else Record(*row)
+
+        return await self._run(replace_or_read)
+
     async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
         def delete(db: sqlite3.Connection, now: float) -> bool:
             where = f"{_LIVE} AND (? IS NULL OR version = ?)"

@@ -1,0 +1,1 @@
+"""Documentation; ``docs.examples`` holds runnable, tested examples."""

@@ -1,0 +1,1 @@
+"""Examples the documentation includes; each is tested under tests/docs_examples."""

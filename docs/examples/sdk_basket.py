@@ -1,0 +1,45 @@
+"""A basket on the MCP SDK's MCPServer with mcp-handles (docs/mcp-sdk.md); stdio: run it."""
+
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
+
+from handles import HandleKind, HandleManager, Lifetime, secret_keys_from_environment
+from handles.integrations.mcp_sdk import HandleTools
+from stores import MemoryStore
+
+
+class Basket(BaseModel):
+    items: dict[str, int] = {}
+
+
+basket = HandleKind("basket", "bsk", Basket, Lifetime(idle=1800, absolute=86400))
+
+
+def build(manager: HandleManager, **options: Any) -> MCPServer:
+    mcp = MCPServer("shop", **options)
+    tools = HandleTools(mcp, manager)
+    tools.lifecycle(basket)  # create_basket, list_baskets, close_basket
+
+    @tools.edits(basket)
+    async def add_item(state: Basket, sku: str, quantity: int = 1) -> Basket:
+        """Add quantity units of sku to the basket."""
+        state.items[sku] = state.items.get(sku, 0) + quantity
+        return state
+
+    @tools.reads(basket)
+    async def get_basket(state: Basket) -> Basket:
+        """Show what is in the basket."""
+        return state
+
+    @tools.closes(basket, reason="checked out")
+    async def checkout(state: Basket) -> Basket:
+        """Buy what is in the basket; the basket cannot be used afterwards."""
+        return state
+
+    return mcp
+
+
+if __name__ == "__main__":
+    build(HandleManager(MemoryStore(), [basket], secret_keys=secret_keys_from_environment())).run()

@@ -1,0 +1,1 @@
+"""Deployment tests: replicas of the examples behind a real gateway."""
