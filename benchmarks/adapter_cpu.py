@@ -30,6 +30,8 @@ import adapter_basket  # noqa: E402
 from handles import HandleManager  # noqa: E402
 from stores import MemoryStore  # noqa: E402
 
+KEY = "adapter-cpu-secret-" + "x" * 32
+
 Tool = Callable[..., Awaitable[Any]]
 
 
@@ -48,7 +50,7 @@ async def fastmcp_tools() -> tuple[Tool, Tool]:
     from handles.integrations.fastmcp import HandleTools
 
     server = FastMCP("cpu")
-    manager = HandleManager(MemoryStore(), [adapter_basket.BASKET], secret_keys=["x" * 32])
+    manager = HandleManager(MemoryStore(), [adapter_basket.BASKET], secret_keys=[KEY])
     adapter_basket.register(HandleTools(server, manager))
     create, add = await server.get_tool("create_basket"), await server.get_tool("add_item")
     assert create is not None and add is not None
@@ -61,7 +63,7 @@ async def sdk_tools() -> tuple[Tool, Tool]:
     from handles.integrations.mcp_sdk import HandleTools
 
     server = MCPServer("cpu")
-    manager = HandleManager(MemoryStore(), [adapter_basket.BASKET], secret_keys=["x" * 32])
+    manager = HandleManager(MemoryStore(), [adapter_basket.BASKET], secret_keys=[KEY])
     adapter_basket.register(HandleTools(server, manager))
     tools = server._tool_manager
     return tools.get_tool("create_basket").fn, tools.get_tool("add_item").fn  # type: ignore[union-attr]

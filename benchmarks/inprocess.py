@@ -20,6 +20,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Awaitable, Callable
 
 import anyio
 
@@ -44,7 +45,8 @@ def _call(id: int, name: str, arguments: dict[str, object]) -> bytes:
     ).encode()
 
 
-async def main(calls: int) -> None:
+async def workload(calls: int) -> tuple[Callable[[], Awaitable[None]], int]:
+    """The demo with 200 baskets, and a function that makes ``calls`` add_items on them."""
     server = build_server(MemoryStore(), secret_keys=["inprocess-only-secret-" + "x" * 32])
     connection = Connection(Principal("bench"))
     baskets = []
@@ -58,11 +60,20 @@ async def main(calls: int) -> None:
         for i in range(1, calls + 1)
     ]
     encode = getattr(server, "encode", dumps)
+
+    async def run() -> None:
+        for message in messages:
+            response = await server.handle(parse(message), connection)
+            assert response is not None and "error" not in response, response
+            encode(response)
+
+    return run, calls
+
+
+async def main(calls: int) -> None:
+    run, _ = await workload(calls)
     started = time.process_time()
-    for message in messages:
-        response = await server.handle(parse(message), connection)
-        assert response is not None and "error" not in response, response
-        encode(response)
+    await run()
     elapsed = time.process_time() - started
     print(f"{elapsed / calls * 1e6:.1f} us per add_item ({calls} calls)")
 

@@ -29,7 +29,7 @@ hints name only tools the server has.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -49,7 +49,16 @@ F = TypeVar("F", bound=ToolFunction)
 _PRINCIPAL = "_handles_principal"
 
 
-class HandleTools:
+def _failed(result: Any) -> bool:
+    return isinstance(result, ToolResult) and result.is_error
+
+
+def _leaves_open(result: Any) -> bool:
+    """Whether a close handler's result says not to close: it asks for input or failed."""
+    return isinstance(result, InputRequired) or _failed(result)
+
+
+class HandleTools(verbs.Front):
     """Registers tools that create, read, edit, close and list handles."""
 
     def __init__(
@@ -59,53 +68,8 @@ class HandleTools:
         self.manager = manager
         self.live: dict[str, Live[Any, Any]] = {resource.kind.name: resource for resource in live}
 
-    def creates(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler returns the initial state (or ``None`` for ``kind.model()``).
-
-        The tool returns ``{"<kind>_id": ..., "expires_at": ...}`` and its description
-        ends with the kind's lifetime sentence.
-        """
-        return self._register(verbs.creates, kind, options)
-
-    def reads(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler gets a copy of the state; nothing it does to it is saved."""
-        return self._register(verbs.reads, kind, options)
-
-    def edits(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler changes the state in place; the change commits atomically.
-
-        It may run more than once if another process wins a race, so it should
-        only compute and change the state. A handler that raises, or returns an
-        ``is_error`` ``ToolResult``, changes nothing.
-        """
-        return self._register(verbs.edits, kind, {**options, "failed": _failed})
-
-    def closes(
-        self,
-        kind: HandleKind[Any],
-        *,
-        reason: str = "closed",
-        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """The handler sees the final state; after it returns, the handle is closed.
-
-        The close only happens if the state is still the one the handler saw; a
-        handler that raises, or returns ``InputRequired`` or an ``is_error``
-        ``ToolResult``, leaves the handle open. Its result is stored with the
-        close: of concurrent calls (on any replica) one close commits, and the
-        others return that call's result. The handler may run in each of them,
-        so like an ``edits`` handler it should only compute its result; an effect
-        that must happen at most once per handle (placing the order) goes in
-        ``on_commit``, awaited with the result only by the call whose close
-        committed (see ``HandleManager.close``).
-        """
-        extra = {"reason": reason, "on_commit": on_commit, "leaves_open": _leaves_open}
-        return self._register(verbs.closes, kind, {**options, **extra})
-
-    def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""
-        return self._register(verbs.lists, kind, options)
+    _failed = staticmethod(_failed)
+    _leaves_open = staticmethod(_leaves_open)
 
     def _register(
         self, build: Callable[..., verbs.Verb], kind: HandleKind[Any], options: dict[str, Any]
@@ -177,12 +141,3 @@ class _Screen:
         except HandleError as exc:
             return str(exc)
         return None
-
-
-def _failed(result: Any) -> bool:
-    return isinstance(result, ToolResult) and result.is_error
-
-
-def _leaves_open(result: Any) -> bool:
-    """Whether a close handler's result says not to close: it asks for input or failed."""
-    return isinstance(result, InputRequired) or _failed(result)

@@ -539,3 +539,78 @@ def _summary(fn: Handler, options: dict[str, Any]) -> str:
 
 def _join(description: str, sentence: str) -> str:
     return f"{description.rstrip()}\n\n{sentence}" if description else sentence
+
+
+F = typing.TypeVar("F", bound=Callable[..., Any])
+
+
+class Front:
+    """The verbs as decorators: what every front end's ``HandleTools`` offers.
+
+    A front end subclasses it, sets ``manager``, says how a verb becomes a tool of its
+    server (``_register``) and which handler results write nothing: ``_failed`` for an
+    edit (an error result) and ``_leaves_open`` for a close (an error result, or a
+    request for the user's input).
+    """
+
+    manager: HandleManager
+
+    def creates(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
+        """The handler returns the initial state (or ``None`` for ``kind.model()``).
+
+        The tool returns ``{"<kind>_id": ..., "expires_at": ...}`` and its description
+        ends with the kind's lifetime sentence.
+        """
+        return self._register(creates, kind, options)
+
+    def reads(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
+        """The handler gets a copy of the state; nothing it does to it is saved."""
+        return self._register(reads, kind, options)
+
+    def edits(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
+        """The handler changes the state in place; the change commits atomically.
+
+        It may run more than once if another process wins a race, so it should only
+        compute and change the state. A handler that raises, or returns the
+        framework's error result (``is_error``), changes nothing.
+        """
+        return self._register(edits, kind, {**options, "failed": self._failed})
+
+    def closes(
+        self,
+        kind: HandleKind[Any],
+        *,
+        reason: str = "closed",
+        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        """The handler sees the final state; after it returns, the handle is closed.
+
+        The close only happens if the state is still the one the handler saw; a
+        handler that raises, returns the framework's error result, or asks for the
+        user's input leaves the handle open. Its result is stored with the close: of
+        concurrent calls (on any replica) one close commits, and the others return
+        that call's result. The handler may run in each of them, so like an ``edits``
+        handler it should only compute its result; an effect that must happen at most
+        once per handle (placing the order) goes in ``on_commit``, awaited with the
+        result only by the call whose close committed (see ``HandleManager.close``).
+        """
+        extra = {"reason": reason, "on_commit": on_commit, "leaves_open": self._leaves_open}
+        return self._register(closes, kind, {**options, **extra})
+
+    def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
+        """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""
+        return self._register(lists, kind, options)
+
+    def _register(
+        self, build: Callable[..., Verb], kind: HandleKind[Any], options: dict[str, Any]
+    ) -> Callable[[F], F]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _failed(result: Any) -> bool:
+        return False
+
+    @staticmethod
+    def _leaves_open(result: Any) -> bool:
+        return False

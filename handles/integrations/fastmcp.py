@@ -20,7 +20,7 @@ included). ``HandleProvider`` contributes ``create_<kind>``, ``list_<kinds>`` an
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from fastmcp import FastMCP
@@ -80,7 +80,7 @@ def _called_name(context: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-class HandleTools:
+class HandleTools(verbs.Front):
     """Registers FastMCP tools that create, read, edit, close and list handles.
 
     Args:
@@ -100,45 +100,8 @@ class HandleTools:
         self.manager = manager
         self._principal = principal
 
-    def creates(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler returns the initial state (or ``None`` for ``kind.model()``)."""
-        return self._register(verbs.creates, kind, options)
-
-    def reads(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler gets a copy of the state; nothing it does to it is saved."""
-        return self._register(verbs.reads, kind, options)
-
-    def edits(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler changes the state in place; the change commits atomically.
-
-        It may run more than once; one that raises, or returns a ``ToolResult`` with
-        ``is_error``, changes nothing.
-        """
-        return self._register(verbs.edits, kind, {**options, "failed": _failed})
-
-    def closes(
-        self,
-        kind: HandleKind[Any],
-        *,
-        reason: str = "closed",
-        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """The handler sees the final state; then the handle closes, at that version.
-
-        As in ``handles.HandleTools.closes``: of concurrent calls one close commits
-        and the others return its result; ``on_commit`` runs only in the one that
-        committed (the place for an effect that must happen once).
-
-        A handler that raises, or returns a ``ToolResult`` with ``is_error``, leaves
-        the handle open.
-        """
-        extra = {"reason": reason, "on_commit": on_commit, "leaves_open": _failed}
-        return self._register(verbs.closes, kind, {**options, **extra})
-
-    def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""
-        return self._register(verbs.lists, kind, options)
+    _failed = staticmethod(_failed)
+    _leaves_open = staticmethod(_failed)
 
     def lifecycle(self, kind: HandleKind[Any]) -> None:
         """Add ``create_<kind>``, ``list_<kinds>`` and ``close_<kind>`` (see ``HandleProvider``)."""

@@ -18,7 +18,7 @@ tools the server has.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -54,7 +54,7 @@ def _leaves_open(result: Any) -> bool:
     return isinstance(result, InputRequiredResult) or _failed(result)
 
 
-class HandleTools:
+class HandleTools(verbs.Front):
     """Registers ``MCPServer`` tools that create, read, edit, close and list handles.
 
     Args:
@@ -74,45 +74,8 @@ class HandleTools:
         self.manager = manager
         self._principal = principal
 
-    def creates(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler returns the initial state (or ``None`` for ``kind.model()``)."""
-        return self._register(verbs.creates, kind, options)
-
-    def reads(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler gets a copy of the state; nothing it does to it is saved."""
-        return self._register(verbs.reads, kind, options)
-
-    def edits(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler changes the state in place; the change commits atomically.
-
-        It may run more than once; one that raises, or returns a ``CallToolResult``
-        with ``is_error``, changes nothing.
-        """
-        return self._register(verbs.edits, kind, {**options, "failed": _failed})
-
-    def closes(
-        self,
-        kind: HandleKind[Any],
-        *,
-        reason: str = "closed",
-        on_commit: Callable[[Any], Awaitable[Any]] | None = None,
-        **options: Any,
-    ) -> Callable[[F], F]:
-        """The handler sees the final state; then the handle closes, at that version.
-
-        As in ``handles.HandleTools.closes``: of concurrent calls one close commits
-        and the others return its result; ``on_commit`` runs only in the one that
-        committed (the place for an effect that must happen once).
-
-        A handler that raises, or returns an ``InputRequiredResult`` or an
-        ``is_error`` ``CallToolResult``, leaves the handle open.
-        """
-        extra = {"reason": reason, "on_commit": on_commit, "leaves_open": _leaves_open}
-        return self._register(verbs.closes, kind, {**options, **extra})
-
-    def lists(self, kind: HandleKind[Any], **options: Any) -> Callable[[F], F]:
-        """The handler gets the caller's live handles (a ``list[Handle]`` parameter)."""
-        return self._register(verbs.lists, kind, options)
+    _failed = staticmethod(_failed)
+    _leaves_open = staticmethod(_leaves_open)
 
     def lifecycle(self, kind: HandleKind[Any]) -> None:
         """Add ``create_<kind>``, ``list_<kinds>`` and ``close_<kind>``, with no handler code."""

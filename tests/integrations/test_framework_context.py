@@ -102,7 +102,8 @@ def _sdk_shop(orders: list[dict[str, int]]) -> MCPServer:
 
 
 def _manager() -> HandleManager:
-    return HandleManager(MemoryStore(), [BASKET], secret_keys=["s" * 32])
+    key = "framework-context-secret-" + "s" * 32
+    return HandleManager(MemoryStore(), [BASKET], secret_keys=[key])
 
 
 def _basket_tools(tools: fastmcp_adapter.HandleTools | sdk_adapter.HandleTools) -> None:
