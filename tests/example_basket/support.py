@@ -25,6 +25,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
+from handles import Principal, Server
+from handles.server import Connection
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "e2e-test-secret-" + "s" * 32
 WAIT = 15.0
@@ -106,6 +109,22 @@ async def refused(client: Client, tool: str, **arguments: Any) -> str:
     (block,) = result.content
     assert isinstance(block, TextContent)
     return block.text
+
+
+async def call_in_process(
+    server: Server, principal: Principal, tool: str, **arguments: Any
+) -> dict[str, Any]:
+    """A ``tools/call`` handed straight to ``server`` (no transport); its ``result``."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    response = await server.handle(message, Connection(principal, "legacy"))
+    assert response is not None and "error" not in response, response
+    result: dict[str, Any] = response["result"]
+    return result
 
 
 def unknown(basket_id: str) -> str:

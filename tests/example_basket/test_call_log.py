@@ -10,9 +10,11 @@ import pytest
 
 from example_basket.app import build_server
 from handles.principal import Principal
-from handles.server.dispatch import Connection, Server
+from handles.server.dispatch import Server
 from stores.memory import MemoryStore
 from tests.handles.support import FailingStore
+
+from .support import call_in_process
 
 pytestmark = pytest.mark.anyio
 SECRET = "log-secret-" + "L" * 32
@@ -25,16 +27,7 @@ LINE = re.compile(
 FULL_ID = re.compile(r"bsk_[A-Za-z0-9_-]{43}")
 
 
-async def call(server: Server, principal: Principal, tool: str, **arguments: Any) -> Any:
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    response = await server.handle(message, Connection(principal, "legacy"))
-    assert response is not None
-    return response["result"]
+call = call_in_process
 
 
 async def session(server: Server) -> tuple[int, list[str]]:

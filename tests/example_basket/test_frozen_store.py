@@ -26,11 +26,11 @@ from redis.retry import Retry
 from example_basket.app import MAX_LINES, build_server
 from example_basket.catalog import CATALOG
 from handles.principal import Principal
-from handles.server.dispatch import Connection, Server
+from handles.server.dispatch import Server
 from stores.redis import RedisStore
 from tests.redis_fixtures import RedisServer, running_redis_server
 
-from .support import SECRET
+from .support import SECRET, call_in_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis, pytest.mark.slow, pytest.mark.timeout(120)]
 ALICE = Principal("alice")
@@ -52,16 +52,7 @@ def debug_redis() -> Iterator[RedisServer]:
 
 
 async def call(server: Server, tool: str, **arguments: Any) -> dict[str, Any]:
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    response = await server.handle(message, Connection(ALICE, "legacy"))
-    assert response is not None and "error" not in response, response
-    result: dict[str, Any] = response["result"]
-    return result
+    return await call_in_process(server, ALICE, tool, **arguments)
 
 
 def classify(result: dict[str, Any]) -> str:

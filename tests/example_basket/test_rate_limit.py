@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
 
 import pytest
 from mcp.types import TextContent
@@ -13,10 +12,9 @@ from example_basket.app import build_server
 from example_basket.cli import HTTP_RATE_LIMIT, load_tokens, parse_args, rate_limit
 from handles import RateLimiter
 from handles.principal import Principal
-from handles.server.dispatch import Connection, Server
 from stores.memory import MemoryStore
 
-from .support import SECRET, connect, ok, server_params
+from .support import SECRET, call_in_process, connect, ok, server_params
 from .support import call as call_over
 
 pytestmark = pytest.mark.anyio
@@ -54,16 +52,7 @@ def test_a_bad_environment_value_says_so(monkeypatch: pytest.MonkeyPatch) -> Non
         parse_args([])
 
 
-async def call(server: Server, principal: Principal, tool: str, **arguments: Any) -> Any:
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    response = await server.handle(message, Connection(principal, "legacy"))
-    assert response is not None
-    return response["result"]
+call = call_in_process
 
 
 async def test_every_tool_counts_per_caller() -> None:

@@ -15,11 +15,11 @@ import pytest
 
 from example_basket.app import build_server
 from handles.principal import Principal
-from handles.server.dispatch import Connection, Server
+from handles.server.dispatch import Server
 from stores.redis import RedisStore
 from tests.redis_fixtures import RedisServer, running_redis_server
 
-from .support import SECRET
+from .support import SECRET, call_in_process
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
 ALICE = Principal("alice")
@@ -41,16 +41,7 @@ def small_redis() -> Iterator[RedisServer]:
 
 
 async def call(server: Server, tool: str, **arguments: Any) -> dict[str, Any]:
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    response = await server.handle(message, Connection(ALICE, "legacy"))
-    assert response is not None and "error" not in response, response
-    result: dict[str, Any] = response["result"]
-    return result
+    return await call_in_process(server, ALICE, tool, **arguments)
 
 
 def text(result: dict[str, Any]) -> str:
