@@ -76,7 +76,13 @@ class _LingeringTransport:
         if not self._transport.can_write_eof():
             self._transport.close()
             return
-        self._transport.write_eof()
+        try:
+            self._transport.write_eof()
+        except OSError:
+            # The peer reset the connection and the loop has not yet seen it: the
+            # socket is gone (ENOTCONN), so there is nothing to linger for.
+            self._transport.close()
+            return
         self._transport.resume_reading()
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(self._linger, self.close_now)
