@@ -106,8 +106,12 @@ def _cluster_defaults() -> dict[str, Any]:
         "socket_timeout": 1.0,
         "socket_connect_timeout": 0.5,
         "retry": Retry(NoBackoff(), retries=0),
-        "max_connections": 1024,
+        "max_connections": 64,
     }
+
+
+_CLUSTER_WAIT = 5.0
+"""Seconds a call waits for one of a cluster store's ``max_connections`` turns."""
 
 
 def _server_defaults() -> dict[str, Any]:
@@ -189,6 +193,7 @@ class RedisStore(Store):
         self._discovered = not isinstance(client, RedisCluster)
         self._discovering = asyncio.Lock()
         self._wire: Wire | None = None  # see from_url
+        self._turns: asyncio.Semaphore | None = None  # see from_url
 
         def script(name: str) -> AsyncScript:
             return client.register_script(_redis_lua.flagged(name, script_flags))
@@ -222,19 +227,26 @@ class RedisStore(Store):
         timeouts (``stores._redis_wire``), and the ``Redis`` client stays for
         anything else you do with ``store.client``.
         ``redis+cluster://host:port`` and ``rediss+cluster://`` give a
-        ``RedisCluster`` that fails fast while a failover is in progress.
+        ``RedisCluster`` that fails fast while a failover is in progress and
+        lets at most ``max_connections`` (64) calls run at once, the others
+        waiting up to 5 s for a turn: redis-py's cluster pool has no waiting,
+        so a burst of calls would open a connection each, all at once, and
+        fail with "Too many connections" past its size.
         ``client_kwargs`` override these defaults.
         """
         scheme, _, rest = url.partition("://")
         client: Redis | RedisCluster
+        turns: asyncio.Semaphore | None = None
         if scheme in _CLUSTER_SCHEMES:
             kwargs = _cluster_defaults() | client_kwargs
             client = RedisCluster.from_url(f"{_CLUSTER_SCHEMES[scheme]}://{rest}", **kwargs)
+            turns = asyncio.Semaphore(kwargs["max_connections"])
         else:
             kwargs = _server_defaults() | client_kwargs
             client = Redis.from_pool(BlockingConnectionPool.from_url(url, **kwargs))
         store = cls(client, namespace=namespace, clock=clock)
         store._owns_client = True
+        store._turns = turns
         if scheme in ("redis", "unix") and not client_kwargs:
             connect, reply = kwargs["socket_connect_timeout"], kwargs["socket_timeout"]
             store._wire = Wire(url, connect_timeout=connect, timeout=reply)
@@ -364,9 +376,32 @@ class RedisStore(Store):
                 return await self._call_wire(self._wire, script, keys, args)
             except _UNAVAILABLE as exc:
                 raise _unavailable_error(exc) from exc
+        if self._turns is not None:
+            await self._take_turn(self._turns)
+            try:
+                return await self._client_script(script, keys, args)
+            finally:
+                self._turns.release()
+        return await self._client_script(script, keys, args)
+
+    async def _client_script(
+        self, script: AsyncScript, keys: Sequence[str], args: Sequence[EncodableT]
+    ) -> Any:
         with _unavailable():
             await self._discover()
             return await script(keys=keys, args=args)
+
+    @staticmethod
+    async def _take_turn(turns: asyncio.Semaphore) -> None:
+        """Wait up to ``_CLUSTER_WAIT`` seconds for one of ``turns``; nothing was sent."""
+        try:
+            async with asyncio.timeout(_CLUSTER_WAIT):
+                await turns.acquire()
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"Redis is unavailable: every connection stayed busy for {_CLUSTER_WAIT:g} s",
+                applied=False,
+            ) from None
 
     @staticmethod
     async def _call_wire(
