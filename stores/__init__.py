@@ -8,6 +8,8 @@ any backend can run.
 
 from typing import TYPE_CHECKING, Any
 
+from .base import Counter as Counter
+from .base import CountExceeded as CountExceeded
 from .base import LimitExceeded as LimitExceeded
 from .base import Record as Record
 from .base import Store as Store
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from .redis import RedisStore as RedisStore
 
 __all__ = [
+    "CountExceeded",
+    "Counter",
     "LimitExceeded",
     "MemoryStore",
     "Record",

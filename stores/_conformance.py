@@ -11,7 +11,7 @@ import anyio.lowlevel
 import pytest
 
 from ._harness import StoreHarness
-from .base import LimitExceeded, Record
+from .base import Counter, CountExceeded, LimitExceeded, Record
 
 OWNER = "owner-a"
 OTHER_OWNER = "owner-b"
@@ -520,3 +520,107 @@ class ReplaceOrReadCases:
         final = await store.get(OWNER, GROUP, "k")
         assert final is not None and final.version == 101
         assert sorted(int(item) for item in final.value.split(b",")[:-1]) == list(range(100))
+
+
+class ChargeCases:
+    """``count_and_get`` and ``count_and_replace_or_read``: count a charge, then operate."""
+
+    @staticmethod
+    def charge(now: float, *limits: int) -> list[Counter]:
+        return [Counter("calls", f"c{n}", now + TTL, limit) for n, limit in enumerate(limits)]
+
+    async def test_counts_and_reads(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        created = await store.create(OWNER, GROUP, "k", b"v", expires_at=now + TTL)
+        charge = self.charge(now, 5, 5)
+        for _ in range(2):
+            assert await store.count_and_get(OWNER, GROUP, "k", charge=charge) == created
+        assert await store.count_and_get(OWNER, GROUP, "missing", charge=charge) is None
+        counted = await store.list(OWNER, "calls")
+        assert counted == {"c0": Record(b"3", 3, now + TTL), "c1": Record(b"3", 3, now + TTL)}
+        renewed = await store.count_and_get(
+            OWNER, GROUP, "k", charge=charge, renew_until=now + 2 * TTL
+        )
+        assert renewed == Record(b"v", 1, now + 2 * TTL)
+
+    async def test_counts_and_replaces(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v1", expires_at=now + TTL)
+        charge = self.charge(now, 5)
+        answer = await store.count_and_replace_or_read(
+            OWNER, GROUP, "k", b"v2", version=1, expires_at=now + TTL, charge=charge
+        )
+        assert answer == (True, Record(b"v2", 2, now + TTL))
+        stale = await store.count_and_replace_or_read(
+            OWNER, GROUP, "k", b"v3", version=1, expires_at=now + TTL, charge=charge
+        )
+        assert stale == (False, Record(b"v2", 2, now + TTL))
+        assert await store.incr(OWNER, "calls", "c0", expires_at=now + TTL) == 3
+
+    async def test_a_count_past_its_limit_refuses_the_read(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"v", expires_at=now + TTL)
+        charge = self.charge(now, 2)
+        for _ in range(2):
+            await store.count_and_get(OWNER, GROUP, "k", charge=charge)
+        with pytest.raises(CountExceeded) as refused:
+            await store.count_and_get(OWNER, GROUP, "k", charge=charge, renew_until=now + 3 * TTL)
+        assert (refused.value.counter, refused.value.count) == (charge[0], 3)
+        assert await store.get(OWNER, GROUP, "k") == Record(b"v", 1, now + TTL)  # not renewed
+
+    async def test_a_count_past_its_limit_leaves_the_record_untouched(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        created = await store.create(OWNER, GROUP, "k", b"v1", expires_at=now + TTL)
+        charge = self.charge(now, 1)
+        await store.count_and_get(OWNER, GROUP, "k", charge=charge)
+        with pytest.raises(CountExceeded):
+            await store.count_and_replace_or_read(
+                OWNER, GROUP, "k", b"v2", version=1, expires_at=now + 2 * TTL, charge=charge
+            )
+        assert await store.get(OWNER, GROUP, "k") == created
+
+    async def test_counters_after_the_one_past_its_limit_are_not_counted(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        charge = self.charge(now, 1, 10)
+        await store.count_and_get(OWNER, GROUP, "k", charge=charge)
+        with pytest.raises(CountExceeded) as refused:
+            await store.count_and_get(OWNER, GROUP, "k", charge=charge)
+        assert refused.value.counter == charge[0]
+        assert await store.incr(OWNER, "calls", "c1", expires_at=now + TTL) == 2
+
+    async def test_counters_expire_and_start_again(self, store_harness: StoreHarness) -> None:
+        store, now = store_harness.store, store_harness.now()
+        charge = self.charge(now, 1)
+        await store.count_and_get(OWNER, GROUP, "k", charge=charge)
+        assert await store.get(OWNER, "calls", "c0") == Record(b"1", 1, now + TTL)
+        store_harness.advance(TTL)
+        assert await store.get(OWNER, "calls", "c0") is None
+        later = self.charge(store_harness.now(), 1)
+        await store.count_and_get(OWNER, GROUP, "k", charge=later)  # a new window: 1 again
+        assert await store.get(OWNER, "calls", "c0") == Record(b"1", 1, later[0].expires_at)
+
+    async def test_concurrent_charges_admit_exactly_the_limit(
+        self, store_harness: StoreHarness
+    ) -> None:
+        store, now = store_harness.store, store_harness.now()
+        await store.create(OWNER, GROUP, "k", b"", expires_at=now + TTL)
+        charge, outcomes = self.charge(now, 10), []
+
+        async def read() -> None:
+            try:
+                await store.count_and_get(OWNER, GROUP, "k", charge=charge)
+            except CountExceeded:
+                outcomes.append(False)
+            else:
+                outcomes.append(True)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(30):
+                tg.start_soon(read)
+        assert sorted(outcomes) == [False] * 20 + [True] * 10

@@ -3,6 +3,14 @@
 (``REPLACE`` serves both ``replace`` and ``replace_or_read``: on a version
 mismatch it answers with the live record, which ``replace`` ignores.)
 
+``GET`` and ``REPLACE`` also take a *charge* (``Store.count_and_get``,
+``Store.count_and_replace_or_read``): after their own two keys, ``KEYS`` holds a
+counter key and its index for each ``Counter``, and after their own arguments,
+``ARGV`` holds its member, expires_at, px and limit. The counters are counted
+first, in order, as ``INCR`` counts; at the first past its limit the script stops
+and answers ``{position, count}`` (two integers, 1-based) without doing its own
+work. With no counters, they are the plain methods.
+
 Every script touches one owner's keys only, which share the owner's hash tag and
 so one Redis Cluster slot. The record scripts take ``KEYS = [record, index]`` and
 ``ARGV = [now, member, ...]``; ``now`` and expiries are the caller's clock, in
@@ -60,6 +68,41 @@ local function expire(x, px)
 end
 """
 
+_COUNT = """
+-- Add one to the counter at rec (indexed in idx as member), or start it at 1
+-- with expiry x and physical time to live px; return the count.
+local function bump(x, px)
+  if live() then
+    local count = redis.call('HINCRBY', rec, 'v', 1)
+    redis.call('HSET', rec, 'd', tostring(count))
+    return count
+  end
+  redis.call('ZREMRANGEBYSCORE', idx, '-inf', ARGV[1])
+  redis.call('DEL', rec)
+  redis.call('HSET', rec, 'v', 1, 'd', '1', 'x', x)
+  expire(x, px)
+  return 1
+end
+
+-- Count the charge: KEYS[3..] in pairs (counter, index), ARGV from at in fours
+-- (member, expires_at, px, limit). {position, count} of the first counter past
+-- its limit (the later ones are not counted), or nil.
+local function charge(at)
+  local own = {rec, idx, member}
+  for n = 1, (#KEYS - 2) / 2 do
+    local a = at + 4 * (n - 1)
+    rec, idx, member = KEYS[2 * n + 1], KEYS[2 * n + 2], ARGV[a]
+    local count = bump(ARGV[a + 1], ARGV[a + 2])
+    if count > tonumber(ARGV[a + 3]) then
+      rec, idx, member = own[1], own[2], own[3]
+      return {n, count}
+    end
+  end
+  rec, idx, member = own[1], own[2], own[3]
+  return nil
+end
+"""
+
 CREATE = (
     _PRELUDE
     + """
@@ -84,8 +127,13 @@ return 1
 
 GET = (
     _PRELUDE
+    + _COUNT
     + """
--- ARGV: now, member, renew_until ('' for none), px
+-- ARGV: now, member, renew_until ('' for none), px, then the charge's
+if #KEYS > 2 then
+  local over = charge(5)
+  if over then return over end
+end
 local r = live()
 if r and ARGV[3] ~= '' then
   redis.call('HSET', rec, 'x', ARGV[3])
@@ -98,10 +146,15 @@ return r
 
 REPLACE = (
     _PRELUDE
+    + _COUNT
     + """
--- ARGV: now, member, value, version, expires_at, px
+-- ARGV: now, member, value, version, expires_at, px, then the charge's
 -- Returns the new version; the live record {version, value, expires_at} if it is
 -- at another version (unchanged); nil if there is none.
+if #KEYS > 2 then
+  local over = charge(7)
+  if over then return over end
+end
 local r = live()
 if not r then return nil end
 if tonumber(r[1]) ~= tonumber(ARGV[4]) then return r end
@@ -126,18 +179,10 @@ return 1
 
 INCR = (
     _PRELUDE
+    + _COUNT
     + """
 -- ARGV: now, member, expires_at, px
-if live() then
-  local count = redis.call('HINCRBY', rec, 'v', 1)
-  redis.call('HSET', rec, 'd', tostring(count))
-  return count
-end
-redis.call('ZREMRANGEBYSCORE', idx, '-inf', ARGV[1])
-redis.call('DEL', rec)
-redis.call('HSET', rec, 'v', 1, 'd', '1', 'x', ARGV[3])
-expire(ARGV[3], ARGV[4])
-return 1
+return bump(ARGV[3], ARGV[4])
 """
 )
 

@@ -26,6 +26,14 @@ ASCII digits; version: the count), for rate limits and the like. It is atomic
 across every process sharing the store, and its record is a record like any
 other (``get`` and ``list`` see it), so give counters a group of their own.
 
+Charges: ``count_and_get`` and ``count_and_replace_or_read`` first count a *charge*
+(``Counter`` records of the same owner, as ``incr`` counts them, in order) and run
+the operation only if no count passed its ``Counter.limit``; otherwise they raise
+``CountExceeded`` and the record is untouched. A rate limiter uses them to fold its
+count into a tool's own store operation: one round trip instead of two. The
+defaults here take two steps (count, then operate); ``MemoryStore`` and
+``RedisStore`` take one.
+
 Errors: a backend raises ``StoreUnavailable`` when it cannot reach its storage
 or the storage refuses for a while (a transient condition). Its ``applied``
 says what became of a write: ``None`` when the request may have reached the
@@ -42,11 +50,14 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
 
 __all__ = [
+    "CountExceeded",
+    "Counter",
     "LimitExceeded",
     "Record",
     "Store",
@@ -96,6 +107,34 @@ class LimitExceeded(StoreError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the owner already has {limit} live records in this group")
         self.limit = limit
+
+
+@dataclass(frozen=True, slots=True)
+class Counter:
+    """One counter a charged operation adds one to, and the most it may reach.
+
+    The counter is the record ``(owner, group, key)`` of the charged operation's
+    owner (so it shares the owner's shard), counted as ``incr`` counts it: created
+    at 1 with ``expires_at``, else one more with its expiry kept.
+    """
+
+    group: str
+    key: str
+    expires_at: float
+    limit: int
+
+
+class CountExceeded(StoreError):
+    """A charged operation refused: ``counter`` reached ``count``, past its limit.
+
+    The operation did not run. The counters before this one in the charge, and
+    this one, were counted; those after it were not.
+    """
+
+    def __init__(self, counter: Counter, count: int) -> None:
+        super().__init__(f"counter {counter.key!r} is at {count}, past its limit {counter.limit}")
+        self.counter = counter
+        self.count = count
 
 
 class Store(ABC):
@@ -224,6 +263,51 @@ class Store(ABC):
             ):
                 return count
 
+    async def count_and_get(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        *,
+        charge: Sequence[Counter],
+        renew_until: float | None = None,
+    ) -> Record | None:
+        """Count ``charge`` (see ``Counter``), then ``get`` unless a count passed its limit.
+
+        Raises:
+            CountExceeded: A counter passed its limit; nothing was read or renewed.
+
+        This default counts with ``incr`` and then calls ``get``: two steps or more,
+        not one atomic step (a failure of the ``get`` leaves the count made).
+        Backends override it with one atomic step.
+        """
+        await _count(self, owner, charge)
+        return await self.get(owner, group, key, renew_until=renew_until)
+
+    async def count_and_replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+        charge: Sequence[Counter],
+    ) -> tuple[bool, Record | None]:
+        """Count ``charge`` (see ``Counter``), then ``replace_or_read`` unless one passed.
+
+        Raises:
+            CountExceeded: A counter passed its limit; the record is untouched.
+
+        This default counts with ``incr`` and then calls ``replace_or_read``: two
+        steps or more, not one atomic step. Backends override it with one.
+        """
+        await _count(self, owner, charge)
+        return await self.replace_or_read(
+            owner, group, key, value, version=version, expires_at=expires_at
+        )
+
     async def retire(
         self,
         owner: str,
@@ -282,3 +366,11 @@ class Store(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+async def _count(store: Store, owner: str, charge: Sequence[Counter]) -> None:
+    """Count each counter with ``incr``, in order, up to the first that passes its limit."""
+    for counter in charge:
+        count = await store.incr(owner, counter.group, counter.key, expires_at=counter.expires_at)
+        if count > counter.limit:
+            raise CountExceeded(counter, count)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from .base import LimitExceeded, Record, Store, StoreFull
+from .base import Counter, CountExceeded, LimitExceeded, Record, Store, StoreFull
 
 __all__ = ["MemoryStore"]
 
@@ -127,8 +127,44 @@ class MemoryStore(Store):
         self._drop(address)
         return True
 
+    async def count_and_get(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        *,
+        charge: Sequence[Counter],
+        renew_until: float | None = None,
+    ) -> Record | None:
+        self._charge(owner, charge)  # no await in between: one atomic step
+        return await self.get(owner, group, key, renew_until=renew_until)
+
+    async def count_and_replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+        charge: Sequence[Counter],
+    ) -> tuple[bool, Record | None]:
+        self._charge(owner, charge)
+        return await self.replace_or_read(
+            owner, group, key, value, version=version, expires_at=expires_at
+        )
+
     async def incr(self, owner: str, group: str, key: str, *, expires_at: float) -> int:
-        address = (owner, group, key)
+        return self._incr((owner, group, key), expires_at)
+
+    def _charge(self, owner: str, charge: Sequence[Counter]) -> None:
+        for counter in charge:
+            count = self._incr((owner, counter.group, counter.key), counter.expires_at)
+            if count > counter.limit:
+                raise CountExceeded(counter, count)
+
+    def _incr(self, address: _Address, expires_at: float) -> int:
         now = self._reclaim()
         record = self._live(address, now)
         if record is None:

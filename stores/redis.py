@@ -1,6 +1,8 @@
 """``RedisStore``: records in Redis or Redis Cluster, on ``redis.asyncio``.
 
-Each method is one Lua script, so one round trip and one atomic step. Keys::
+Each method is one Lua script, so one round trip and one atomic step (a charge's
+counters included: ``count_and_get`` and ``count_and_replace_or_read`` are the
+``get`` and ``replace_or_read`` scripts with the counters' keys added). Keys::
 
     <namespace>:{<owner>}:r:<group>:<key>   hash: v (version), d (value), x (expires_at)
     <namespace>:{<owner>}:i:<group>         zset: key -> expires_at
@@ -80,7 +82,15 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess
 
 from . import _redis_lua
 from ._redis_wire import Wire
-from .base import LimitExceeded, Record, Store, StoreFull, StoreUnavailable
+from .base import (
+    Counter,
+    CountExceeded,
+    LimitExceeded,
+    Record,
+    Store,
+    StoreFull,
+    StoreUnavailable,
+)
 
 __all__ = ["RedisStore"]
 
@@ -316,6 +326,66 @@ class RedisStore(Store):
         if type(reply) is int:
             return True, Record(value, reply, expires_at)
         return False, None if reply is None else _record(reply)
+
+    async def count_and_get(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        *,
+        charge: Sequence[Counter],
+        renew_until: float | None = None,
+    ) -> Record | None:
+        now = self._clock()
+        renew = ("", 0) if renew_until is None else (_time(renew_until), _px(renew_until, now))
+        reply = await self._charged(self._get, owner, group, key, now, renew, charge)
+        return None if reply is None else _record(reply)
+
+    async def count_and_replace_or_read(
+        self,
+        owner: str,
+        group: str,
+        key: str,
+        value: bytes,
+        *,
+        version: int,
+        expires_at: float,
+        charge: Sequence[Counter],
+    ) -> tuple[bool, Record | None]:
+        now = self._clock()
+        args = (value, version, _time(expires_at), _px(expires_at, now))
+        reply = await self._charged(self._replace, owner, group, key, now, args, charge)
+        if type(reply) is int:
+            return True, Record(value, reply, expires_at)
+        return False, None if reply is None else _record(reply)
+
+    async def _charged(
+        self,
+        script: AsyncScript,
+        owner: str,
+        group: str,
+        key: str,
+        now: float,
+        args: Sequence[EncodableT],
+        charge: Sequence[Counter],
+    ) -> Any:
+        """Run a record script with the charge's counters after its own keys and arguments.
+
+        Raises:
+            CountExceeded: The script answered ``{position, count}``: it did nothing else.
+        """
+        prefix, index = self._keys(owner, group)
+        keys, argv = [prefix + key, index], [_time(now), key, *args]
+        for counter in charge:
+            counter_prefix, counter_index = self._keys(owner, counter.group)
+            keys += [counter_prefix + counter.key, counter_index]
+            expires = counter.expires_at
+            argv += [counter.key, _time(expires), _px(expires, now), counter.limit]
+        reply = await self._script(script, keys, argv)
+        if isinstance(reply, list) and len(reply) == 2:
+            position, count = reply
+            raise CountExceeded(charge[int(position) - 1], int(count))
+        return reply
 
     async def delete(self, owner: str, group: str, key: str, *, version: int | None = None) -> bool:
         expected = "" if version is None else version

@@ -23,6 +23,7 @@ import pytest
 
 from ._conformance import (
     BasicCases,
+    ChargeCases,
     ConcurrencyCases,
     CounterCases,
     ExpiryCases,
@@ -45,5 +46,6 @@ class StoreConformance(
     CounterCases,
     RetireCases,
     ReplaceOrReadCases,
+    ChargeCases,
 ):
     """Every test of the store contract; subclass it and provide ``store_harness``."""

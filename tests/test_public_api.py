@@ -56,6 +56,8 @@ HANDLES_API = {
     "secret_keys_from_environment",
 }
 STORES_API = {
+    "CountExceeded",
+    "Counter",
     "LimitExceeded",
     "MemoryStore",
     "Record",
