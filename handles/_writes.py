@@ -43,6 +43,7 @@ from pydantic import BaseModel
 
 from stores.base import LimitExceeded, Record, Store, StoreUnavailable
 
+from . import _charges
 from ._awaitables import maybe_await
 from ._guard import Guard
 from ._latest import Latest
@@ -157,7 +158,7 @@ class Writer:
         conflicts = 0
         while True:
             if record is None:
-                record = await self._store.get(owner, kind.name, handle_id)
+                record = await _charges.get(self._store, owner, kind.name, handle_id)
                 if record is None:
                     self.latest.drop(key)
                     raise await self._guard.gone(owner, kind, handle_id)
@@ -174,9 +175,17 @@ class Writer:
             if expires <= now:
                 raise HandleExpired(kind, handle_id, expires)
             value = state.model_dump_json().encode()
+            pending = _charges.take(self._store, owner)  # the call's rate-limit count, if first
             try:
-                applied, current = await self._store.replace_or_read(
-                    owner, kind.name, handle_id, value, version=record.version, expires_at=expires
+                applied, current = await _charges.replace_or_read(
+                    self._store,
+                    pending,
+                    owner,
+                    kind.name,
+                    handle_id,
+                    value,
+                    version=record.version,
+                    expires_at=expires,
                 )
             except StoreUnavailable as exc:
                 if exc.applied is not None:
@@ -184,6 +193,8 @@ class Writer:
                 self.latest.drop(key)
                 current = await self._settle_replace(owner, kind, handle_id, record, value, expires)
                 applied = current is not None
+                if not applied and pending is not None:  # not run, and never will be: refuse
+                    raise pending.refusal(exc) from None
             else:
                 if current is None:  # closed or expired, here or on another replica
                     self.latest.drop(key)

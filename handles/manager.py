@@ -29,6 +29,7 @@ from pydantic_core import PydanticSerializationError, to_json, to_jsonable_pytho
 from stores.base import LimitExceeded, Store, StoreFull, StoreUnavailable
 from stores.memory import MemoryStore
 
+from . import _charges
 from ._guard import Guard
 from ._latest import Latest
 from ._turns import Turns
@@ -111,6 +112,11 @@ class HandleManager:
         self._turns = Turns()
 
     @property
+    def store(self) -> Store:
+        """Where the records live."""
+        return self._store
+
+    @property
     def kinds(self) -> list[HandleKind[Any]]:
         """The registered kinds."""
         return self._codec.kinds
@@ -168,7 +174,7 @@ class HandleManager:
         created = self._guard.check(kind, handle_id, owner, now)
         renew = None if kind.lifetime.idle is None else kind.lifetime.deadline(created, now)
         with _storage_errors(kind):
-            record = await self._store.get(owner, kind.name, handle_id, renew_until=renew)
+            record = await _charges.get(self._store, owner, kind.name, handle_id, renew_until=renew)
             if record is None:
                 self._latest.drop((owner, kind.name, handle_id))
                 raise await self._guard.gone(owner, kind, handle_id)

@@ -105,6 +105,8 @@ class HandleTools(verbs.Front):
             annotations=verb.annotations,
             **verb.options,
         )
+        if verb.verb in ("reads", "edits", "closes"):  # the first effect: manager.get/update
+            tool.store_first = self.manager.store
         self.server.add_tool(tool)
         takes_id = verb.verb in ("reads", "edits", "closes")
         if takes_id and verb.kind.header is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+from .._charges import PENDING, Pending
 from ..principal import Principal
 from ._listing import ToolPages
 from ._outputs import error_result
@@ -42,7 +43,7 @@ from .protocol import (
     legacy_meta,
     read_modern_meta,
 )
-from .ratelimit import RateLimiter
+from .ratelimit import RateCharge, RateLimiter
 from .tools import Tool, ToolError, ToolFunction
 
 __all__ = ["DEFAULT_MAX_RESULT_BYTES", "Connection", "HeaderScreen", "Server"]
@@ -308,10 +309,14 @@ class Server:
             result = {"content": [{"type": "text", "text": connection.refusal}], "isError": True}
             _log_call(name, connection.principal, result, 0.0)
             return result
+        pending: Pending | None = None
         if self.rate_limit is not None:
-            refused = await self._refusal(connection.principal, name)
-            if refused is not None:
-                return refused
+            charge = self.rate_limit.charge(connection.principal, name)
+            pending = self._deferred(tool, charge)
+            if pending is None:
+                refused = await self._refusal(connection.principal, name, charge)
+                if refused is not None:
+                    return refused
         legacy = meta.era == "legacy"
         context = Context(
             connection.principal,
@@ -326,23 +331,46 @@ class Server:
             self.max_log_bytes,
         )
         started = time.perf_counter()
-        result = await tool.call(arguments, context)
+        if pending is None:
+            result = await tool.call(arguments, context)
+        else:
+            token = PENDING.set(pending)
+            try:
+                result = await tool.call(arguments, context)
+            finally:
+                PENDING.reset(token)
+            if pending.refused is not None:
+                _log_refusal(name, connection.principal, pending.refused)
+                return result
+            if not pending.spent:  # it never reached the store: count it now, on its own
+                refused = await self._refusal(connection.principal, name, charge)
+                if refused is not None:
+                    return refused
         if logger.isEnabledFor(logging.INFO):
             _log_call(name, connection.principal, result, time.perf_counter() - started)
         return result
 
-    async def _refusal(self, principal: Principal, name: str) -> dict[str, Any] | None:
-        """The ``isError`` result for a call over the rate limit, else ``None``."""
+    def _deferred(self, tool: Tool, charge: RateCharge) -> Pending | None:
+        """The charge for the tool's first store operation to count, if it can.
+
+        Only a tool whose first effect is an operation on the limiter's own store
+        (``Tool.store_first``) defers; the others pay before they run.
+        """
+        assert self.rate_limit is not None
+        store = self.rate_limit.store
+        if tool.store_first is not store or not charge.counters:
+            return None
+        return Pending(store, charge.owner, charge.counters, charge.refusal)
+
+    async def _refusal(
+        self, principal: Principal, name: str, charge: RateCharge
+    ) -> dict[str, Any] | None:
+        """Count ``charge``: the ``isError`` result for a call over a limit, else ``None``."""
         assert self.rate_limit is not None
         try:
-            await self.rate_limit.check(principal, name)
+            await self.rate_limit.pay(charge)
         except ToolError as exc:
-            logger.info(
-                "tools/call %s principal=%s outcome=refused (%s)",
-                name,
-                principal.digest[:12],
-                type(exc).__name__,
-            )
+            _log_refusal(name, principal, exc)
             return error_result(str(exc))
         return None
 
@@ -386,6 +414,15 @@ def _not_found(method: str, era: Era) -> ProtocolError:
     if method == "initialize" and era == "modern":
         data = {"supported": list(SUPPORTED_VERSIONS)}
     return ProtocolError(METHOD_NOT_FOUND, f"Method not found: {_shown(method)}", data)
+
+
+def _log_refusal(name: str, principal: Principal, refusal: BaseException) -> None:
+    logger.info(
+        "tools/call %s principal=%s outcome=refused (%s)",
+        name,
+        principal.digest[:12],
+        type(refusal).__name__,
+    )
 
 
 def _log_call(name: str, principal: Principal, result: dict[str, Any], seconds: float) -> None:

@@ -19,6 +19,8 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from stores.base import Store
+
 from .._awaitables import maybe_await
 from ..errors import ToolError
 from ..principal import Principal
@@ -60,6 +62,11 @@ class Tool:
     #: Arguments mirrored into ``Mcp-Param-<Name>`` headers (SEP-2243): argument name
     #: -> (the ``x-mcp-header`` name, its JSON Schema type). Read from ``inputSchema``.
     headers: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: The store whose operation is this tool's first effect, if any: a rate limiter
+    #: counting in that same store folds the call's count into that operation (one
+    #: round trip, see ``handles.server.ratelimit``). ``HandleTools`` sets it for its
+    #: reads, edits and closes; ``None`` counts before the tool runs.
+    store_first: Store | None = None
 
     @classmethod
     def from_function(

@@ -8,10 +8,16 @@ requests written by the client's connections, and ``EVALSHA`` calls in the
 server's commandstats; on both of a ``RedisStore``'s paths (redis-py's client, and
 its own connection, which the demo uses). Two servers on one store stand for two
 replicas: each has its own manager, so its own memory of versions.
+
+With a rate limiter counting in the same store, the count rides in the tool's own
+script: still 1 for a warm ``add_item`` and for ``get_basket`` (it was 2 when the
+limiter counted first, as it still does for a limiter on another store).
 """
 
 from __future__ import annotations
 
+import math
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -21,7 +27,7 @@ import anyio
 import pytest
 
 from example_basket.app import build_server
-from handles import Principal, Server
+from handles import Principal, RateLimit, RateLimiter, Server
 from handles.server.dispatch import Connection
 from stores.redis import RedisStore
 from tests.redis_fixtures import STORE_PATHS, CountingConnection, RedisServer, counting_store
@@ -68,8 +74,11 @@ async def store(
 class Caller:
     """Calls one replica's tools and counts the round trips of each call."""
 
-    def __init__(self, store: RedisStore, redis_server: RedisServer) -> None:
+    def __init__(
+        self, store: RedisStore, redis_server: RedisServer, limiter: RateLimiter | None = None
+    ) -> None:
         self.server: Server = build_server(store, secret_keys=[SECRET])
+        self.server.rate_limit = limiter
         self.redis = redis_server.client()
         self.connection = Connection(Principal("trips"))
         self.ids = 0
@@ -228,3 +237,97 @@ async def test_concurrent_edits_from_two_replicas_lose_nothing(
     view, _ = await a.call("get_basket", basket_id=basket_id)
     assert items(view) == {"MUG-24": 50}
     assert CountingConnection.sent - sent > 51  # the replicas did race: some were refused
+
+
+# With a rate limiter. Its clock stands at the start of a fresh day-long window, so
+# no window ends during a test (the store's expiries follow the real clock).
+
+CALLER = Principal("trips")
+
+
+def fresh_window(limit: RateLimit) -> float:
+    """The first instant of ``CALLER``'s next window of ``limit`` (as ``RateLimiter`` cuts it)."""
+    per = limit.per_seconds
+    offset = int(CALLER.digest[:8], 16) % 1_000_000 / 1_000_000 * per
+    return (math.floor((time.time() + offset) / per) + 1) * per - offset + 1e-3
+
+
+def limiter(store: RedisStore, limit: RateLimit | None, **per_tool: RateLimit) -> RateLimiter:
+    now = fresh_window(limit or next(iter(per_tool.values())))
+    return RateLimiter(store, limit, per_tool=per_tool, clock=lambda: now)
+
+
+DAY = 86400.0
+
+
+async def test_with_a_rate_limit_add_item_and_get_basket_still_take_one_round_trip(
+    store: RedisStore, redis_server: RedisServer
+) -> None:
+    a = Caller(store, redis_server, limiter(store, RateLimit(1000, DAY)))
+    await a.warm_up()
+    basket_id = (await a.call("create_basket"))[0]["basket_id"]
+    for sku in ("MUG-24", "CUP-01", "MUG-24"):
+        _, trips = await a.call("add_item", basket_id=basket_id, sku=sku)
+        assert trips == (1, 1), sku  # the count and the compare-and-set, one script
+    view, trips = await a.call("get_basket", basket_id=basket_id)
+    assert trips == (1, 1)
+    assert items(view) == {"MUG-24": 2, "CUP-01": 1}
+    _, trips = await a.call("create_basket")
+    assert trips == (2, 2)  # not a store-first tool (its handler runs first): counted apart
+
+
+async def test_a_limiter_on_another_store_costs_its_own_round_trip(
+    store: RedisStore, redis_server: RedisServer
+) -> None:
+    other = RedisStore.from_url(redis_server.url, namespace=store.namespace)
+    try:
+        a = Caller(store, redis_server, limiter(other, RateLimit(1000, DAY)))
+        await a.warm_up()
+        basket_id = (await a.call("create_basket"))[0]["basket_id"]
+        await a.call("add_item", basket_id=basket_id, sku="MUG-24")
+        evalsha = a._evalsha()
+        await a.call("add_item", basket_id=basket_id, sku="MUG-24")
+        assert a._evalsha() - evalsha == 2  # what Redis ran: the count, then the edit
+    finally:
+        await other.aclose()
+
+
+TOO_MANY = re.compile(r"Too many calls: at most 3 calls per day per caller; try again in \d+ s\.")
+
+
+async def test_the_call_past_the_limit_is_refused_in_its_one_round_trip_and_changes_nothing(
+    store: RedisStore, redis_server: RedisServer
+) -> None:
+    reader = Caller(store, redis_server)  # no limit: reads the basket as stored
+    await reader.warm_up()
+    a = Caller(store, redis_server, limiter(store, RateLimit(3, DAY)))
+    basket_id = (await a.call("create_basket"))[0]["basket_id"]
+    await a.call("add_item", basket_id=basket_id, sku="MUG-24")
+    await a.call("add_item", basket_id=basket_id, sku="MUG-24")
+    text, trips = await a.fails("add_item", basket_id=basket_id, sku="CUP-01")
+    assert TOO_MANY.fullmatch(text)
+    assert trips == (1, 1)  # refused inside the compare-and-set's script
+    text, trips = await a.fails("get_basket", basket_id=basket_id)
+    assert TOO_MANY.fullmatch(text) and trips == (1, 1)
+    view, _ = await reader.call("get_basket", basket_id=basket_id)
+    assert items(view) == {"MUG-24": 2}  # the refused edit was not applied
+
+
+async def test_a_tool_limit_is_counted_in_the_same_script(
+    store: RedisStore, redis_server: RedisServer
+) -> None:
+    a = Caller(
+        store, redis_server, limiter(store, RateLimit(1000, DAY), add_item=RateLimit(2, DAY))
+    )
+    await a.warm_up()  # one add_item
+    basket_id = (await a.call("create_basket"))[0]["basket_id"]
+    _, trips = await a.call("add_item", basket_id=basket_id, sku="MUG-24")
+    assert trips == (1, 1)  # two counters and the edit, one script
+    text, trips = await a.fails("add_item", basket_id=basket_id, sku="CUP-01")
+    assert re.fullmatch(
+        r"Too many calls to add_item: at most 2 calls per day per caller; try again in \d+ s\.",
+        text,
+    )
+    assert trips == (1, 1)
+    view, trips = await a.call("get_basket", basket_id=basket_id)
+    assert items(view) == {"MUG-24": 1} and trips == (1, 1)
