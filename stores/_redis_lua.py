@@ -23,8 +23,9 @@ Redis is out of memory (``maxmemory`` reached with ``noeviction``): a script
 without ``allow-oom`` (``CREATE``, ``REPLACE``: the writes that add data) is
 refused before it runs, with ``OOM``, so it never writes half of its steps; the
 others run, since they delete data or rewrite fields in place (``GET``'s
-renewal, ``INCR``'s rate-limit counters of a few bytes, ``RETIRE``'s close, which
-frees the record). Every script is refused before it runs on a replica
+renewal, ``INCR``'s rate-limit counters of a few bytes, and ``GET``'s charge of
+such counters, ``RETIRE``'s close, which frees the record). A charged ``REPLACE``
+is refused whole, its count included. Every script is refused before it runs on a replica
 (``READONLY``), while Redis loads its data (``LOADING``), while another script
 runs too long (``BUSY``) or when Redis refuses writes because it cannot persist
 (``MISCONF``). Without a shebang (``flagged(..., False)``, for servers

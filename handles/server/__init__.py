@@ -31,6 +31,7 @@ from .dispatch import DEFAULT_MAX_RESULT_BYTES as DEFAULT_MAX_RESULT_BYTES
 from .dispatch import Connection as Connection
 from .dispatch import Server as Server
 from .jsonrpc import ProtocolError as ProtocolError
+from .ratelimit import RateCharge as RateCharge
 from .ratelimit import RateLimit as RateLimit
 from .ratelimit import RateLimited as RateLimited
 from .ratelimit import RateLimiter as RateLimiter
@@ -53,6 +54,7 @@ __all__ = [
     "InputRequired",
     "NotSupported",
     "ProtocolError",
+    "RateCharge",
     "RateLimit",
     "RateLimited",
     "RateLimiter",

@@ -94,7 +94,9 @@ class Server:
         list_ttl_ms: How long clients may cache ``tools/list`` (modern era).
         cache_scope: ``"private"`` if the tool list varies by caller.
         rate_limit: Counts each ``tools/call`` and refuses calls over its limits,
-            before the tool runs; ``None`` (the default) costs nothing.
+            before the tool runs (for a handle tool on the limiter's store, in the
+            tool's first store operation: see ``handles.server.ratelimit``);
+            ``None`` (the default) costs nothing.
         max_result_bytes: The largest ``tools/call`` response sent, in bytes of
             JSON; a bigger result is replaced by an error saying so. ``None``
             sends any size.
@@ -337,6 +339,13 @@ class Server:
             token = PENDING.set(pending)
             try:
                 result = await tool.call(arguments, context)
+            except ProtocolError:  # a JSON-RPC error the tool chose: counted all the same
+                if pending.spent:
+                    raise
+                refused = await self._refusal(connection.principal, name, charge)
+                if refused is None:
+                    raise
+                return refused
             finally:
                 PENDING.reset(token)
             if pending.refused is not None:

@@ -1,8 +1,9 @@
 """Rate limits on ``tools/call``: per caller, and per tool where configured.
 
-A ``RateLimiter`` counts each call with ``Store.incr``, so the count lives in the
-store and holds across every replica that shares it: one atomic round trip per
-call, plus one for a tool with a limit of its own.
+A ``RateLimiter`` counts each call in its store (``Store.incr``), so the count
+lives in the store and holds across every replica that shares it: one atomic
+step per limit, and no round trip of its own for the handle tools that share
+its store (below).
 
 It uses **fixed windows**: calls are counted per caller in consecutive windows of
 ``per_seconds``, and a call past ``calls`` in the current window is refused until

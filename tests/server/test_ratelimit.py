@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from handles.principal import Principal
 from handles.server.dispatch import Connection, Server
+from handles.server.jsonrpc import INVALID_PARAMS, ProtocolError
 from handles.server.ratelimit import RateLimit, RateLimited, RateLimiter
 from handles.server.tools import ToolError
 from stores.memory import MemoryStore
@@ -323,3 +324,42 @@ async def test_refusals_are_logged_without_the_whole_principal(
     assert refused == [
         f"tools/call ping principal={ALICE.digest[:12]} outcome=refused (RateLimited)"
     ]
+
+
+# A tool marked store-first (``Tool.store_first``) on the limiter's store: the count is
+# left for its first store operation; one that never makes it is counted after.
+
+
+def store_first_server(error: bool) -> tuple[Server, list[str]]:
+    limit, _ = limiter(RateLimit(1))
+    server, runs = counting_server(limit)
+    tool = server.get_tool("ping")
+    assert tool is not None
+    tool.store_first = limit.store
+    if error:
+
+        def refuse(word: str = "hi") -> str:
+            runs.append(word)
+            raise ProtocolError(INVALID_PARAMS, "no")
+
+        tool.fn = refuse
+    return server, runs
+
+
+async def test_a_store_first_tool_that_never_reaches_the_store_is_counted_after() -> None:
+    server, runs = store_first_server(error=False)
+    assert not (await call(server, 1))["isError"]
+    refused = await call(server, 2)
+    assert runs == ["hi", "hi"]  # ran, then counted: over the limit, its answer replaced
+    assert re.fullmatch(
+        r"Too many calls: at most 1 call per minute per caller; .*", refused["content"][0]["text"]
+    )
+
+
+async def test_a_store_first_tool_that_raises_a_protocol_error_is_counted_too() -> None:
+    server, _ = store_first_server(error=True)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ping"}}
+    first = await server.handle(message, Connection(ALICE, "legacy"))
+    assert first is not None and first["error"]["message"] == "no"
+    refused = await call(server, 2)
+    assert refused["isError"] and "Too many calls" in refused["content"][0]["text"]
