@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 
-from stores.base import Counter, CountExceeded, Record, Store, StoreUnavailable
+from stores.base import Counter, CountExceeded, Record, Store, StoreFull, StoreUnavailable
 
 __all__ = ["PENDING", "Pending", "get", "replace_or_read", "take"]
 
@@ -100,8 +100,11 @@ async def replace_or_read(
     """``store.replace_or_read``, counting ``pending`` (from ``take``) with it when given.
 
     A ``StoreUnavailable`` that certainly changed nothing (``applied=False``)
-    refuses the call as a store that could not count; one whose write may have
-    applied (``applied=None``) propagates, for the writer to settle.
+    refuses the call as a store that could not count, except ``StoreFull``: a full
+    store refuses the edit itself (on Redis the whole script, before it runs), and
+    the edit's own text says what frees space, as it does without a limiter. One
+    whose write may have applied (``applied=None``) propagates, for the writer to
+    settle.
     """
     if pending is None:
         return await store.replace_or_read(
@@ -119,6 +122,8 @@ async def replace_or_read(
         )
     except CountExceeded as exc:
         raise pending.refusal(exc) from None
+    except StoreFull:
+        raise
     except StoreUnavailable as exc:
         if exc.applied is False:
             raise pending.refusal(exc) from None
