@@ -110,7 +110,8 @@ async def test_calls_that_never_reach_the_store_still_count(store: MemoryStore) 
 
 
 async def test_a_limiter_on_another_store_counts_before_the_call() -> None:
-    handles, counters = CountingStore(MemoryStore(clock=lambda: NOW)), MemoryStore()
+    handles = CountingStore(MemoryStore(clock=lambda: NOW))
+    counters = MemoryStore(clock=lambda: NOW)  # the limiter's clock: no window ends here
     server = build_server(handles, secret_keys=SECRET)
     server.rate_limit = RateLimiter(counters, RateLimit(2, 60), clock=lambda: NOW)
     basket_id = (await ok(server, "create_basket"))["basket_id"]
