@@ -6,7 +6,11 @@ and ``python -m example_basket --http`` replicas in front of it, driven over HTT
 
 - Redis killed mid-load: calls get the retryable "store is temporarily unavailable"
   text, each within a bound; the server stays up and heals by itself once Redis is
-  back. Redis frozen (SIGSTOP): the same, within the client's 2 s socket timeout.
+  back. Redis frozen (SIGSTOP) for 3 s: the calls in flight wait out the 2 s socket
+  timeout; an edit whose answer never came is settled by reading back once Redis
+  wakes (docs/scale.md), so it answers what happened rather than "retry", within
+  the same bound. (Before the rate limit's count rode in the edit's own script,
+  the limiter's separate count failed first and refused these calls.)
 - Redis with ``appendfsync always``, killed with SIGKILL during add_item calls and
   restarted on its data: every call that succeeded is in its basket, and no basket
   holds more than the calls that succeeded or may have.
@@ -151,9 +155,12 @@ class Tally:
     other: list[str] = field(default_factory=list)
     slowest_refusal: float = 0.0
     """Seconds, for the report; the bound is ``CALL_BOUND``."""
+    slowest: float = 0.0
+    """Seconds, of any call."""
 
     def record(self, basket_id: str, sku: str, result: dict[str, Any], took: float) -> None:
         text = result["content"][0]["text"] if result["isError"] else ""
+        self.slowest = max(self.slowest, took)
         if not result["isError"]:
             self.ok[basket_id, sku] += 1
         elif text in UNAVAILABLE or text.startswith(MAYBE):
@@ -219,8 +226,15 @@ async def test_a_redis_outage_is_a_retryable_error_and_heals_by_itself(fault: st
             log = server.log_tail()
     assert tally.other == [], log
     refused, slowest = sum(tally.unknown.values()), tally.slowest_refusal
-    print(f"{fault}: ok={sum(tally.ok.values())} unavailable={refused} slowest={slowest:.2f}s")
-    assert sum(tally.unknown.values()) > 0
+    print(
+        f"{fault}: ok={sum(tally.ok.values())} unavailable={refused} "
+        f"slowest refusal={slowest:.2f}s slowest call={tally.slowest:.2f}s"
+    )
+    if fault == "killed":
+        assert refused > 0  # connections refused: nothing sent, "retry" at once
+    else:
+        assert tally.slowest >= 2.0  # the calls in flight waited out the socket timeout
+    assert tally.slowest < CALL_BOUND
     assert [result["isError"] for result in healed] == [False] * 5
 
 
