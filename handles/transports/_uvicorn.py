@@ -1,16 +1,22 @@
-"""uvicorn's h11 protocol with the two bounds it lacks: a connection cap and a header deadline.
+"""uvicorn's HTTP/1.1 protocols with the bounds they lack: a connection cap and a header deadline.
 
-uvicorn bounds the size of a request head (``h11_max_incomplete_event_size``) and
-the idle time between requests (``timeout_keep_alive``), but not the time a client
-may take to send a request head, nor the number of connections it holds open
-(``limit_concurrency`` answers 503 only once a whole head has arrived). A client
-that trickles headers keeps a connection, and its buffers, for as long as it likes.
+uvicorn bounds the idle time between requests (``timeout_keep_alive``), and its
+h11 protocol the size of a request head (``h11_max_incomplete_event_size``), but
+neither protocol bounds the time a client may take to send a request head, nor
+the number of connections it holds open (``limit_concurrency`` answers 503 only
+once a whole head has arrived), and the httptools protocol bounds no head size.
+A client that trickles headers keeps a connection, and its buffers, for as long
+as it likes.
 
-``guarded_protocol`` returns a subclass of ``H11Protocol`` that closes a connection
-whose request head is not complete ``header_timeout`` seconds after the connection
-opened (or after the previous response), with a ``408``, and that answers ``503``
-and closes at once any connection beyond ``max_connections``. Reading the body is
-bounded by the ASGI app (``HttpApp``'s ``body_timeout`` and byte budgets).
+``guarded_protocol`` returns a subclass of uvicorn's ``HttpToolsProtocol`` (when
+``httptools`` is installed: its C parser takes about half the CPU of a request
+that h11 takes, see docs/performance.md) or ``H11Protocol`` that closes a
+connection whose request head is not complete ``header_timeout`` seconds after
+the connection opened (or after the previous response), with a ``408``; that
+answers ``400`` and closes a connection whose request head passes
+``max_header_bytes``; and that answers ``503`` and closes at once any connection
+beyond ``max_connections``. Reading the body is bounded by the ASGI app
+(``HttpApp``'s ``body_timeout`` and byte budgets).
 
 It also closes lingering, as nginx does: when the app refuses a request without
 reading its body, closing the socket with the client's bytes unread would make the
@@ -28,12 +34,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["READ_BYTES", "guarded_protocol"]
+__all__ = ["READ_BYTES", "Parser", "guarded_protocol", "httptools_installed"]
+
+Parser = Literal["auto", "httptools", "h11"]
+"""Which HTTP/1.1 parser serves: ``auto`` is httptools when installed, else h11."""
 
 READ_BYTES = 64 * 1024
 """The most one socket read takes in (asyncio's default is 256 KiB)."""
@@ -46,6 +55,10 @@ _BUSY = (
 )
 _SLOW = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+_LARGE = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
 )
 
@@ -119,40 +132,103 @@ class _Refusals:
             self._count, self._logged_at = 0, now
 
 
+def httptools_installed() -> bool:
+    """Whether uvicorn's httptools protocol can be used (``pip install httptools``)."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def guarded_protocol(
-    *, max_connections: int, header_timeout: float, linger: float = 2.0
+    *,
+    max_connections: int,
+    header_timeout: float,
+    max_header_bytes: int = 16 * 1024,
+    linger: float = 2.0,
+    parser: Parser = "auto",
 ) -> type[asyncio.Protocol]:
-    """An ``H11Protocol`` subclass enforcing ``max_connections`` and ``header_timeout``."""
+    """A uvicorn protocol class enforcing ``max_connections`` and ``header_timeout``.
+
+    With h11, the head size is bounded by uvicorn's ``h11_max_incomplete_event_size``
+    (set it to ``max_header_bytes``); with httptools, by the class itself.
+    """
     if max_connections < 1:
         raise ValueError(f"max_connections must be at least 1, got {max_connections}")
     if header_timeout <= 0:
         raise ValueError(f"header_timeout must be positive, got {header_timeout}")
-    busy = _raw(
-        _BUSY,
-        f"Service Unavailable: the server holds its maximum of {max_connections} "
-        "connections; retry shortly.\n",
+    if parser not in ("auto", "httptools", "h11"):
+        raise ValueError(f"parser must be 'auto', 'httptools' or 'h11', got {parser!r:.40}")
+    if parser == "httptools" and not httptools_installed():
+        raise ImportError("parser='httptools' needs httptools: pip install httptools")
+    guards = _Guards(
+        max_connections=max_connections,
+        busy=_raw(
+            _BUSY,
+            f"Service Unavailable: the server holds its maximum of {max_connections} "
+            "connections; retry shortly.\n",
+        ),
+        slow=_raw(
+            _SLOW,
+            f"Request Timeout: the request head did not arrive within {header_timeout:g} s; "
+            "send the whole head at once.\n",
+        ),
+        large=_raw(
+            _LARGE,
+            f"Bad Request: the request head is larger than {max_header_bytes} bytes; "
+            "send fewer or shorter headers.\n",
+        ),
+        header_timeout=header_timeout,
+        max_header_bytes=max_header_bytes,
+        linger=linger,
+        refusals=_Refusals(max_connections),
     )
-    slow = _raw(
-        _SLOW,
-        f"Request Timeout: the request head did not arrive within {header_timeout:g} s; "
-        "send the whole head at once.\n",
-    )
+    if parser == "h11" or (parser == "auto" and not httptools_installed()):
+        return _guarded_h11(guards)
+    return _guarded_httptools(guards)
 
-    refusals = _Refusals(max_connections)
 
+class _Guards:
+    """What both guarded protocols share: the bounds, the canned replies, the refusal log."""
+
+    def __init__(
+        self,
+        *,
+        max_connections: int,
+        busy: bytes,
+        slow: bytes,
+        large: bytes,
+        header_timeout: float,
+        max_header_bytes: int,
+        linger: float,
+        refusals: _Refusals,
+    ) -> None:
+        self.max_connections, self.header_timeout = max_connections, header_timeout
+        self.busy, self.slow, self.large = busy, slow, large
+        self.max_header_bytes, self.linger, self.refusals = max_header_bytes, linger, refusals
+
+    def admit(self, connections: set[Any], transport: asyncio.Transport) -> bool:
+        """Refuse ``transport`` with a 503 past the cap; else bound its reads."""
+        if len(connections) >= self.max_connections:
+            self.refusals.note()
+            transport.write(self.busy)
+            transport.close()
+            return False
+        if hasattr(transport, "max_size"):
+            # asyncio reads up to 256 KiB at a time: cap what one read can add.
+            transport.max_size = READ_BYTES
+        return True
+
+
+def _guarded_h11(guards: _Guards) -> type[asyncio.Protocol]:
     class GuardedH11Protocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= max_connections:
-                refusals.note()
-                transport.write(busy)
-                transport.close()
+            if not guards.admit(self.connections, transport):
                 return
-            if hasattr(transport, "max_size"):
-                # asyncio reads up to 256 KiB at a time: cap what one read can add.
-                transport.max_size = READ_BYTES
-            self._lingering = _LingeringTransport(transport, linger)
+            self._lingering = _LingeringTransport(transport, guards.linger)
             super().connection_made(self._lingering)  # type: ignore[arg-type]
             self._arm()
 
@@ -180,7 +256,7 @@ def guarded_protocol(
 
         def _arm(self) -> None:
             self._disarm()
-            self._deadline = self.loop.call_later(header_timeout, self._too_slow)
+            self._deadline = self.loop.call_later(guards.header_timeout, self._too_slow)
 
         def _disarm(self) -> None:
             if self._deadline is not None:
@@ -192,7 +268,76 @@ def guarded_protocol(
             if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
                 return
             if self.cycle is None or self.cycle.response_complete:
-                self.transport.write(slow)
+                self.transport.write(guards.slow)
             self.transport.close()
 
     return GuardedH11Protocol
+
+
+def _guarded_httptools(guards: _Guards) -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _head_done = False
+        _head_bytes = 0
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if not guards.admit(self.connections, transport):
+                return
+            self._lingering = _LingeringTransport(transport, guards.linger)
+            super().connection_made(self._lingering)  # type: ignore[arg-type]
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            if self.transport is not None:
+                self._lingering.close_now()
+                super().connection_lost(exc)
+
+        def eof_received(self) -> None:
+            if self.transport is not None and self._lingering.lingering:
+                self._lingering.close_now()
+
+        def data_received(self, data: bytes) -> None:
+            if self._lingering.lingering:
+                return  # closing: what still comes is dropped
+            counted = not self._head_done
+            super().data_received(data)
+            if counted and not self._head_done and not self.transport.is_closing():
+                self._head_bytes += len(data)
+                if self._head_bytes > guards.max_header_bytes:
+                    self._disarm()
+                    self.transport.write(guards.large)
+                    self.transport.close()
+
+        def on_headers_complete(self) -> None:
+            self._head_done = True
+            self._disarm()  # the head is complete: the app bounds the body
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            pipelined = bool(self.pipeline)  # its head is already complete
+            super().on_response_complete()
+            if not self.transport.is_closing() and not pipelined:
+                self._arm()  # the next request's head gets the same deadline
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_done, self._head_bytes = False, 0
+            self._deadline = self.loop.call_later(guards.header_timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing() or self._head_done:
+                return
+            if self.cycle is None or self.cycle.response_complete:
+                self.transport.write(guards.slow)
+            self.transport.close()
+
+    return GuardedHttpToolsProtocol

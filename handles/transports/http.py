@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -44,6 +44,9 @@ from ._http_checks import (
     status_for,
 )
 from ._http_peers import LegacyPeers
+
+if TYPE_CHECKING:
+    from ._uvicorn import Parser
 from ._http_reply import (
     Receive,
     Reply,
@@ -510,6 +513,7 @@ async def serve_http(
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     keep_alive_timeout: int = DEFAULT_KEEP_ALIVE_TIMEOUT,
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    parser: Parser = "auto",
     **app_options: Any,
 ) -> None:
     """Serve ``server`` over HTTP with uvicorn until interrupted (asyncio only).
@@ -526,6 +530,9 @@ async def serve_http(
             slower one gets 408 and is closed.
         keep_alive_timeout: Seconds an idle keep-alive connection stays open.
         max_header_bytes: The largest request head; a larger one gets 400.
+        parser: The HTTP/1.1 parser: ``"auto"`` (httptools when installed, as it
+            is with the ``http`` extra, else h11), ``"httptools"`` or ``"h11"``.
+            Both are held to the same bounds.
 
     Raises:
         ImportError: uvicorn is not installed (``pip install mcp-handles[http]``).
@@ -546,6 +553,7 @@ async def serve_http(
         header_timeout=header_timeout,
         keep_alive_timeout=keep_alive_timeout,
         max_header_bytes=max_header_bytes,
+        parser=parser,
     )
     await uvicorn.Server(config).serve()
 
@@ -557,6 +565,7 @@ def uvicorn_config(
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     keep_alive_timeout: int = DEFAULT_KEEP_ALIVE_TIMEOUT,
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    parser: Parser = "auto",
     **options: Any,
 ) -> Any:
     """A ``uvicorn.Config`` serving ``app`` with the bounds of ``serve_http``.
@@ -568,7 +577,12 @@ def uvicorn_config(
 
     from ._uvicorn import guarded_protocol
 
-    protocol = guarded_protocol(max_connections=max_connections, header_timeout=header_timeout)
+    protocol = guarded_protocol(
+        max_connections=max_connections,
+        header_timeout=header_timeout,
+        max_header_bytes=max_header_bytes,
+        parser=parser,
+    )
     options.setdefault("lifespan", "on")
     return uvicorn.Config(
         app,

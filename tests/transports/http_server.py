@@ -1,8 +1,9 @@
 """A token-protected HTTP server in its own process, for tests that measure it from outside.
 
 ``python -m tests.transports.http_server [--max-buffered-bytes N] [--header-timeout S]
-[--max-connections N]`` binds a free loopback port, prints it on stdout, then serves
-``/mcp`` as ``serve_http`` does (``uvicorn_config``) with one token, ``tok-alice``.
+[--max-connections N] [--parser h11|httptools]`` binds a free loopback port, prints it
+on stdout, then serves ``/mcp`` as ``serve_http`` does (``uvicorn_config``) with one
+token, ``tok-alice``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ async def main() -> None:
     parser.add_argument("--max-buffered-bytes", type=int, default=16 * 1024 * 1024)
     parser.add_argument("--header-timeout", type=float, default=10.0)
     parser.add_argument("--max-connections", type=int, default=512)
+    parser.add_argument("--parser", choices=["auto", "h11", "httptools"], default="auto")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -44,6 +46,7 @@ async def main() -> None:
         log_level="error",
         max_connections=args.max_connections,
         header_timeout=args.header_timeout,
+        parser=args.parser,
     )
     print(port, flush=True)
     await uvicorn.Server(config).serve([sock])

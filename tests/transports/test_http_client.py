@@ -207,13 +207,18 @@ def raw_post(host: str, body: bytes) -> bytes:
     return head.encode() + body
 
 
-async def test_413_is_read_by_the_client_then_the_connection_closes() -> None:
+PARSERS = ["h11", "httptools"]
+"""Both of uvicorn's HTTP/1.1 parsers, each held to the same bounds (``guarded_protocol``)."""
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+async def test_413_is_read_by_the_client_then_the_connection_closes(parser: str) -> None:
     """An oversized body is refused from its head, unread: the reply still reaches the client
     (the lingering close), the server then closes, and a new connection is served."""
     app = http_app(build_server(), principal=ALICE, max_body_bytes=1024)
     good = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
     big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 200_000 + b'"}}'
-    async with serving(app) as url:
+    async with serving(app, parser=parser) as url:
         host = url.removeprefix("http://").removesuffix("/mcp")
         address, port = host.split(":")
         with anyio.fail_after(WAIT):
@@ -232,12 +237,13 @@ async def test_413_is_read_by_the_client_then_the_connection_closes() -> None:
     assert body == b'{"jsonrpc":"2.0","id":2,"result":{}}'
 
 
+@pytest.mark.parametrize("parser", PARSERS)
 async def test_connections_past_the_cap_get_503_and_a_slow_head_gets_408(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, parser: str
 ) -> None:
     app = http_app(build_server(), principal=ALICE)
     # A deadline long enough that the slow head cannot lapse before the cap is tested.
-    async with serving(app, max_connections=2, header_timeout=3) as url:
+    async with serving(app, max_connections=2, header_timeout=3, parser=parser) as url:
         host = url.removeprefix("http://").removesuffix("/mcp")
         address, port = host.split(":")
         with anyio.fail_after(WAIT):

@@ -2,7 +2,8 @@
 and a good request is answered while 400 of them are open.
 
 The server (``tests/transports/http_server.py``) runs as ``serve_http`` does, with a
-16 MiB body budget. The hostile clients, all at once:
+16 MiB body budget, once on each of uvicorn's parsers (h11, httptools). The hostile
+clients, all at once:
 
 - 350 trickle a request head (12 KiB of it) and stall,
 - 50 connect and send nothing,
@@ -60,8 +61,9 @@ def memory(pid: int) -> dict[str, int]:
     return fields
 
 
-@pytest.fixture
-def server() -> Iterator[tuple[int, int]]:
+@pytest.fixture(params=["h11", "httptools"])
+def server(request: pytest.FixtureRequest) -> Iterator[tuple[int, int]]:
+    """The server process, on each of uvicorn's HTTP/1.1 parsers; its pid and port."""
     command = [
         sys.executable,
         "-m",
@@ -70,6 +72,8 @@ def server() -> Iterator[tuple[int, int]]:
         str(BUDGET),
         "--header-timeout",
         str(HEADER_TIMEOUT),
+        "--parser",
+        request.param,
     ]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
