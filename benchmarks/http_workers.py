@@ -160,6 +160,7 @@ def main() -> None:
         parser.error("no redis-server on PATH; pass --redis-server")
     counts = [int(n) for n in args.workers.split(",")]
     runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="http-workers-redis-") as directory:
         redis, redis_port = start_redis(args.redis_server, directory)
         try:
@@ -180,7 +181,8 @@ def main() -> None:
     print(f"## HTTP on more than one core (`{shlex.join(command)}`, commit `{commit()}`)\n")
     print(
         f"{args.clients} keep-alive clients, handle-affine over N replicas on one Redis, "
-        f"{os.cpu_count()} cores shared by the replicas, Redis and the client.\n"
+        f"{os.cpu_count()} cores shared by the replicas, Redis and the client; load average "
+        f"{load_before:.1f} before the runs, {os.getloadavg()[0]:.1f} after.\n"
     )
     print(
         f"| N | add_item/s (x N={counts[0]}) | p50 ms | p99 ms | server CPU us/call "
