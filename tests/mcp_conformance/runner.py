@@ -11,7 +11,7 @@ import json
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,12 +90,26 @@ def run_scenario(
 
 
 def run_scenarios(
-    url: str, pairs: Iterable[tuple[str, str]], *, tools: NodeTools, workers: int = 4
+    url: str | Callable[[int], str],
+    pairs: Iterable[tuple[str, str]],
+    *,
+    tools: NodeTools,
+    workers: int = 4,
 ) -> dict[tuple[str, str], ScenarioRun]:
-    """Run each ``(scenario, version)``, ``workers`` at a time; results by pair."""
+    """Run each ``(scenario, version)``, ``workers`` at a time; results by pair.
+
+    ``url`` may be a function of the run's number, giving each run an endpoint
+    of its own (see ``tests.mcp_conformance.server.PerRun``).
+    """
     pairs = list(pairs)
+    url_for = url if callable(url) else lambda _: url
+
+    def run(numbered: tuple[int, tuple[str, str]]) -> ScenarioRun:
+        number, (scenario, version) = numbered
+        return run_scenario(url_for(number), scenario, version, tools=tools)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        runs = pool.map(lambda pair: run_scenario(url, *pair, tools=tools), pairs)
+        runs = pool.map(run, enumerate(pairs))
         return dict(zip(pairs, runs, strict=True))
 
 

@@ -2,7 +2,8 @@
 
 Run ``python -m tests.mcp_conformance.server --port N`` (from the repository root);
 the endpoint is ``http://127.0.0.1:N/mcp``. With ``--fd N`` it serves on an
-inherited listening socket instead (what the conformance test does).
+inherited listening socket instead (what the conformance test does), and also at
+``/run/<n>/mcp``, each such path as a principal of its own (``PerRun``).
 
 The tools are the ones the suite's tool, transport and input-required scenarios
 call, each answering as the scenario's description in
@@ -26,6 +27,7 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field
 
+from handles.principal import Principal
 from handles.server.content import (
     AudioContent,
     Content,
@@ -38,9 +40,9 @@ from handles.server.context import Context
 from handles.server.dispatch import Server
 from handles.server.jsonrpc import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
 from handles.server.tools import X_MCP_HEADER, Tool, ToolError
-from handles.transports.http import http_app, serve_http
+from handles.transports.http import HttpApp, http_app, serve_http
 
-__all__ = ["build_server", "main"]
+__all__ = ["PerRun", "build_server", "main"]
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
@@ -442,6 +444,35 @@ def _add_client_request_tools(server: Server) -> None:
         return TextContent(f"Elicitation completed: action={answer.action}, content={content}")
 
 
+class PerRun:
+    """``server`` at ``/mcp``, and at ``/run/<n>/mcp`` as principal ``conformance-run-<n>``.
+
+    A stateless endpoint keeps a 2025-era client's handshake (its capabilities,
+    the level of its ``logging/setLevel``) by principal, and the suite sends no
+    token. The test runs four scenarios at once: served as one principal, one
+    run's ``initialize`` started that principal's handshake afresh between another
+    run's ``logging/setLevel`` and its ``tools/call``, which then logged nothing
+    (tools-call-with-logging failed once in 14 runs). A path per run keeps each
+    run's handshake its own, as a token per client would.
+    """
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+        self._apps: dict[str, HttpApp] = {"/mcp": http_app(server)}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path = scope.get("path", "/mcp") if scope["type"] == "http" else "/mcp"
+        app = self._apps.get(path)
+        if app is None:
+            run = path.removeprefix("/run/").removesuffix("/mcp")
+            if path == f"/run/{run}/mcp" and run.isdigit() and len(run) <= 6:
+                principal = Principal(f"conformance-run-{run}")
+                app = self._apps[path] = http_app(self._server, path=path, principal=principal)
+            else:
+                app = self._apps["/mcp"]  # answers 404 for a path it does not serve
+        await app(scope, receive, send)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.mcp_conformance.server")
     parser.add_argument("--host", default="127.0.0.1")
@@ -455,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     import uvicorn
 
     sock = socket.socket(fileno=options.fd)
-    config = uvicorn.Config(http_app(server), log_level="warning", ws="none")
+    config = uvicorn.Config(PerRun(server), log_level="warning", ws="none")
     anyio.run(uvicorn.Server(config).serve, [sock])
 
 

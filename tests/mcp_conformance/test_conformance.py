@@ -147,7 +147,9 @@ def server_url(tools: NodeTools) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def runs(server_url: str, tools: NodeTools) -> dict[tuple[str, str], ScenarioRun]:
-    return run_scenarios(server_url, PAIRS, tools=tools)
+    # A principal per run: runs in parallel must not share a 2025-era handshake.
+    per_run = server_url.removesuffix("/mcp") + "/run/{}/mcp"
+    return run_scenarios(per_run.format, PAIRS, tools=tools)
 
 
 @pytest.mark.parametrize(("scenario", "version"), PAIRS, ids=[f"{s}@{v}" for s, v in PAIRS])
