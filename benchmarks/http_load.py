@@ -40,6 +40,8 @@ SKUS = ["CUP-01", "CUP-02", "MUG-24", "MUG-12", "BEAN-1K", "BEAN-250", "GRD-01",
 SKUS += ["FLT-100", "TMP-58", "SCL-01", "JAR-01"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NO_LIMIT = ["--rate-limit", "0"]  # the demo limits each caller to 600 calls/min over HTTP
+SECRET = "http-benchmark-secret-0123456789abcdef"  # one for all servers: ids verify on each
+Job = tuple[int, str, dict[str, Any]]  # (replica, tool, arguments)
 
 
 def servers(port: int) -> dict[str, list[str]]:
@@ -55,6 +57,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def start(command: list[str]) -> subprocess.Popen[bytes]:
+    """Start a server from the repository root, so ``-m example_basket`` is this checkout's."""
+    env = {**os.environ, "HANDLES_SECRET": SECRET, "PYTHONPATH": str(ROOT), "BENCH": str(BENCH)}
+    return subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL, cwd=ROOT)
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], command: list[str]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"did not start: {shlex.join(command)}") from None
+            time.sleep(0.05)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -112,38 +132,54 @@ class Client:
         self.writer.close()
 
 
-async def workload(port: int, clients: int, baskets: int, calls: int, seed: int) -> dict[str, Any]:
-    pool = [Client(port) for _ in range(clients)]
+async def workload(
+    ports: list[int], clients: int, baskets: int, calls: int, seed: int
+) -> dict[str, Any]:
+    """Run the workload; client i talks to ``ports[i % len(ports)]``.
+
+    Basket b lives on replica ``b % len(ports)``: it is created there and every later call
+    on it goes there (handle-affine, as a gateway hashing the basket id would route it).
+    """
+    replicas = len(ports)
+    if clients < replicas:
+        raise ValueError(f"{clients} clients cannot cover {replicas} replicas")
+    pool = [Client(ports[number % replicas]) for number in range(clients)]
     for client in pool:
         await client.connect()
     rng = random.Random(seed)
 
-    async def run(jobs: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], list[float], float]:
-        queue = list(enumerate(jobs))
+    async def run(jobs: list[Job]) -> tuple[list[Any], list[float], float]:
+        queues: list[list[tuple[int, Job]]] = [[] for _ in ports]
+        for number, job in enumerate(jobs):
+            queues[job[0]].append((number, job))
         results: list[Any] = [None] * len(jobs)
         latencies: list[float] = []
 
-        async def worker(client: Client) -> None:
+        async def worker(queue: list[tuple[int, Job]], client: Client) -> None:
             while queue:
-                number, (tool, arguments) = queue.pop()
+                number, (_, tool, arguments) = queue.pop()
                 started = time.perf_counter()
                 results[number] = await client.call(tool, arguments)
                 latencies.append(time.perf_counter() - started)
 
         started = time.perf_counter()
-        await asyncio.gather(*(worker(client) for client in pool))
+        await asyncio.gather(
+            *(worker(queues[number % replicas], client) for number, client in enumerate(pool))
+        )
         return results, latencies, time.perf_counter() - started
 
-    created, _, _ = await run([("create_basket", {})] * baskets)
+    created, _, _ = await run([(b % replicas, "create_basket", {}) for b in range(baskets)])
     ids = [result["structuredContent"]["basket_id"] for result in created]
     expected: Counter[tuple[int, str]] = Counter()
-    jobs = []
+    jobs: list[Job] = []
     for _ in range(calls):
         basket, sku = rng.randrange(baskets), rng.choice(SKUS)
         expected[basket, sku] += 1
-        jobs.append(("add_item", {"basket_id": ids[basket], "sku": sku, "quantity": 1}))
+        arguments = {"basket_id": ids[basket], "sku": sku, "quantity": 1}
+        jobs.append((basket % replicas, "add_item", arguments))
     _, latencies, seconds = await run(jobs)
-    views, _, _ = await run([("get_basket", {"basket_id": basket_id}) for basket_id in ids])
+    reads = [(b % replicas, "get_basket", {"basket_id": ids[b]}) for b in range(baskets)]
+    views, _, _ = await run(reads)
     observed: Counter[tuple[int, str]] = Counter()
     for basket, view in enumerate(views):
         for line in view["structuredContent"]["items"]:
@@ -162,23 +198,12 @@ async def workload(port: int, clients: int, baskets: int, calls: int, seed: int)
 
 def measure(name: str, args: argparse.Namespace, seed: int) -> dict[str, Any]:
     port = free_port()
-    env = {**os.environ, "HANDLES_SECRET": "http-benchmark-secret-0123456789abcdef"}
-    env["PYTHONPATH"] = str(ROOT)
-    env["BENCH"] = str(BENCH)
     command = servers(port)[name]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL, cwd=ROOT)
+    process = start(command)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError(f"{name} did not start: {shlex.join(command)}") from None
-                time.sleep(0.05)
+        wait_listening(port, process, command)
         before = cpu_seconds(process.pid)
-        result = asyncio.run(workload(port, args.clients, args.baskets, args.calls, seed))
+        result = asyncio.run(workload([port], args.clients, args.baskets, args.calls, seed))
         result["cpu_us"] = (cpu_seconds(process.pid) - before) / result["calls"] * 1e6
         return result
     finally:
