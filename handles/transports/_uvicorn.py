@@ -69,15 +69,40 @@ def _raw(template: bytes, text: str) -> bytes:
 
 
 class _LingeringTransport:
-    """A transport whose ``close`` shuts down writing, drops what still comes, then closes."""
+    """A transport that coalesces a turn's writes, and whose ``close`` lingers.
+
+    uvicorn writes a response's head and its body separately: two ``send`` calls,
+    and often two wake-ups of the client, for every small JSON reply. Writes made
+    in one turn of the event loop are joined and sent at the end of that turn
+    (``call_soon``), before any close. ``close`` shuts down writing, drops what
+    still comes, then closes.
+    """
 
     def __init__(self, transport: asyncio.Transport, linger: float) -> None:
         self._transport, self._linger = transport, linger
         self.lingering = False
         self._timer: asyncio.TimerHandle | None = None
+        self._corked: list[bytes] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+    def write(self, data: bytes) -> None:
+        corked = self._corked
+        if corked is None:
+            self._corked = [data]
+            asyncio.get_running_loop().call_soon(self._uncork)
+        else:
+            corked.append(data)
+
+    def get_write_buffer_size(self) -> int:
+        corked = sum(map(len, self._corked)) if self._corked else 0
+        return corked + self._transport.get_write_buffer_size()
+
+    def _uncork(self) -> None:
+        corked, self._corked = self._corked, None
+        if corked and not self._transport.is_closing():
+            self._transport.write(corked[0] if len(corked) == 1 else b"".join(corked))
 
     def is_closing(self) -> bool:
         return self.lingering or self._transport.is_closing()
@@ -85,6 +110,7 @@ class _LingeringTransport:
     def close(self) -> None:
         if self.lingering or self._transport.is_closing():
             return
+        self._uncork()
         self.lingering = True
         if not self._transport.can_write_eof():
             self._transport.close()
@@ -104,6 +130,7 @@ class _LingeringTransport:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._corked = None  # the connection is gone: nothing more can be sent
         self._transport.close()
 
 
