@@ -131,6 +131,38 @@ async def test_each_keep_alive_request_gets_a_fresh_deadline(parser: str) -> Non
                 assert b"within 3 s" in body
 
 
+@pytest.mark.parametrize("parser", PARSERS)
+async def test_a_body_that_stalls_gets_408_from_the_protocol(parser: str) -> None:
+    app = http_app(build_server(), principal=ALICE, body_timeout=1)
+    async with serving(app, parser=parser) as url:
+        assert app.server_times_bodies  # uvicorn_config moved the deadline into the protocol
+        with anyio.fail_after(WAIT):
+            stream, host = await connect(url)
+            async with stream:
+                await stream.send(raw_post(host, PING)[:-10])  # the last 10 bytes never come
+                status, body = await Reader(stream).response()
+                assert status == 408
+                assert body == b"Request Timeout: the body did not arrive within 1 s"
+                with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+                    await stream.receive()  # closed by the server
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+async def test_a_body_in_pieces_within_its_time_is_served(parser: str) -> None:
+    app = http_app(build_server(), principal=ALICE, body_timeout=5)
+    async with serving(app, parser=parser) as url:
+        with anyio.fail_after(WAIT):
+            stream, host = await connect(url)
+            async with stream:
+                request = raw_post(host, PING)
+                for start in range(0, len(request), 16):
+                    await stream.send(request[start : start + 16])
+                    await anyio.sleep(0.01)
+                status, body = await Reader(stream).response()
+    assert status == 200
+    assert body == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+
+
 async def test_the_parser_is_checked() -> None:
     with pytest.raises(ValueError, match="parser must be 'auto', 'httptools' or 'h11', got 'h2'"):
         guarded_protocol(max_connections=1, header_timeout=1, parser="h2")  # type: ignore[arg-type]
