@@ -8,7 +8,9 @@ create ``--baskets`` baskets, make ``--calls`` add_item calls on random baskets 
 SKUs, then read every basket back and check each count. Reported per server: the
 add_item rate, its latency p50/p99, and the server's CPU per call (from /proc).
 
-- handles: ``python -m example_basket --http --rate-limit 0`` (stateless, JSON)
+- handles: ``python -m example_basket --http --tuned --rate-limit 0`` (stateless, JSON;
+  ``--tuned`` as ``benchmarks/run.sh`` runs the demo: the same log line per call, written
+  in batches)
 - sdk: the shared benchmark's ``sdk_basket.py`` with ``stateless_http=True`` and
   ``json_response=True`` (benchmarks/sdk_http_basket.py), its cheapest HTTP mode
 
@@ -49,7 +51,16 @@ def servers(port: int) -> dict[str, list[str]]:
     sdk = os.environ.get("SDK_PY", "/tmp/benchvenv/bin/python")
     return {
         "sdk": [sdk, str(HERE / "sdk_http_basket.py"), str(port)],
-        "handles": [ours, "-m", "example_basket", "--http", "--port", str(port), *NO_LIMIT],
+        "handles": [
+            ours,
+            "-m",
+            "example_basket",
+            "--http",
+            "--port",
+            str(port),
+            "--tuned",
+            *NO_LIMIT,
+        ],
     }
 
 

@@ -84,7 +84,17 @@ def measure(
     store = ["--store", f"redis://127.0.0.1:{redis_port}/0"]
     ports = [free_port() for _ in range(workers)]
     commands = [
-        [python, "-m", "example_basket", "--http", "--port", str(port), *store, *NO_LIMIT]
+        [
+            python,
+            "-m",
+            "example_basket",
+            "--http",
+            "--port",
+            str(port),
+            "--tuned",
+            *store,
+            *NO_LIMIT,
+        ]
         for port in ports
     ]
     replicas = [start(command) for command in commands]
