@@ -87,6 +87,9 @@ class _LingeringTransport:
         self.lingering = False
         self._timer: asyncio.TimerHandle | None = None
         self._corked: list[bytes] | None = None
+        self._loop = asyncio.get_running_loop()
+        # Called for every request (uvicorn's flow control): no __getattr__ detour.
+        self.pause_reading, self.resume_reading = transport.pause_reading, transport.resume_reading
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
@@ -95,7 +98,7 @@ class _LingeringTransport:
         corked = self._corked
         if corked is None:
             self._corked = [data]
-            asyncio.get_running_loop().call_soon(self._uncork)
+            self._loop.call_soon(self._uncork)
         else:
             corked.append(data)
 
@@ -127,8 +130,7 @@ class _LingeringTransport:
             self._transport.close()
             return
         self._transport.resume_reading()
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(self._linger, self.close_now)
+        self._timer = self._loop.call_later(self._linger, self.close_now)
 
     def close_now(self) -> None:
         if self._timer is not None:

@@ -76,6 +76,12 @@ class _Recording:
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
     def can_write_eof(self) -> bool:
         return False
 
