@@ -18,7 +18,6 @@ import platform
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -331,10 +330,9 @@ def _prog() -> str:
 
 
 def _version() -> str:
-    try:
-        return version("mcp-handles")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "unknown"
+    import handles
+
+    return handles.__version__
 
 
 def make_parser(prog: str | None = None) -> argparse.ArgumentParser:

@@ -118,9 +118,9 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from importlib.metadata import version
+        from ._version import __version__
 
-        return version("mcp-handles")
+        return __version__
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,8 +4,8 @@
   (``handles.server``, ``handles.transports``) nor what joins the two;
 - ``stores`` imports nothing of ``handles``;
 - the core imports from the handle layer only ``handles.errors`` and ``handles.principal``
-  (and the neutral ``handles._awaitables``, ``handles._charges`` and ``handles._docstrings``,
-  which import nothing of ``handles``);
+  (and the neutral ``handles._awaitables``, ``handles._charges``, ``handles._docstrings``
+  and ``handles._version``, which import nothing of ``handles``);
 - only ``handles/stateful.py`` and ``handles/integrations/`` join the two wings
   (``handles/__init__.py`` names the core's classes too, but imports them on first use).
 
@@ -27,7 +27,7 @@ JOINS = ("handles.stateful", "handles.integrations")
 #: Old import paths kept for one release; each only re-exports a core module.
 SHIMS = {"handles.tools", "handles.jsonrpc", "handles.auth"}
 #: Leaves that both wings use; they import nothing of handles.
-NEUTRAL = {"handles._awaitables", "handles._charges", "handles._docstrings"}
+NEUTRAL = {"handles._awaitables", "handles._charges", "handles._docstrings", "handles._version"}
 CORE_MAY_USE = {"handles.errors", "handles.principal", *NEUTRAL}
 
 

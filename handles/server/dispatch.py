@@ -446,9 +446,6 @@ def _log_call(name: str, principal: Principal, result: dict[str, Any], seconds: 
 
 
 def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from .._version import __version__
 
-    try:
-        return version("mcp-handles")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0+unknown"
+    return __version__
