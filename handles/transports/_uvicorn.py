@@ -35,10 +35,11 @@ read-ahead of a body (paused past 64 KiB) plus one read, and its fixed state.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -270,107 +271,128 @@ class _Guards:
         return True
 
 
-def _guarded_h11(guards: _Guards) -> type[asyncio.Protocol]:
-    class GuardedH11Protocol(H11Protocol):
-        _deadline: asyncio.TimerHandle | None = None
-        _body_deadline: asyncio.TimerHandle | None = None
+class _Guarded(asyncio.Protocol):
+    """The bounds, on top of either of uvicorn's protocols (the next class in the MRO).
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if not guards.admit(self.connections, transport):
-                return
-            self._lingering = _LingeringTransport(transport, guards.linger)
-            super().connection_made(self._lingering)  # type: ignore[arg-type]
-            self._arm()
+    The lifecycle is the same for both: admit or refuse the connection, wrap its
+    transport, arm the head's deadline, time a body that is still arriving, close
+    lingering. Where the parser stands is the subclass's to say: ``_awaiting_head``
+    and ``_awaiting_body``.
+    """
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            self._body_done()
-            if self.transport is not None:  # None when connection_made refused it
-                self._lingering.close_now()
-                super().connection_lost(exc)
+    guards: ClassVar[_Guards]
+    # What this class uses of uvicorn's protocols.
+    connections: set[Any]
+    loop: asyncio.AbstractEventLoop
+    transport: Any
+    cycle: Any
+    _lingering: _LingeringTransport
+    _deadline: asyncio.TimerHandle | None = None
+    _body_deadline: asyncio.TimerHandle | None = None
 
-        def eof_received(self) -> None:
-            if self.transport is not None and self._lingering.lingering:
-                self._lingering.close_now()
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if not self.guards.admit(self.connections, transport):
+            return
+        self._lingering = _LingeringTransport(transport, self.guards.linger)
+        super().connection_made(self._lingering)  # type: ignore[arg-type]
+        self._arm()
 
-        def data_received(self, data: bytes) -> None:
-            if self._lingering.lingering:
-                return  # closing: what still comes is dropped
-            super().data_received(data)
-            state = self.conn.their_state
-            if state is not h11.IDLE:
-                self._disarm()  # the head is complete: now the body's deadline
-                if state is h11.SEND_BODY:
-                    if self._body_deadline is None:
-                        self._body_deadline = guards.body_deadline(self.loop, self._body_late)
-                else:
-                    self._body_done()
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        self._body_done()
+        if self.transport is not None:  # None when connection_made refused it
+            self._lingering.close_now()
+            super().connection_lost(exc)
 
-        def _body_done(self) -> None:
-            if self._body_deadline is not None:
-                self._body_deadline.cancel()
-                self._body_deadline = None
+    def eof_received(self) -> None:
+        if self.transport is not None and self._lingering.lingering:
+            self._lingering.close_now()
 
-        def _body_late(self) -> None:
-            self._body_deadline = None
-            if self.transport.is_closing() or self.conn.their_state is not h11.SEND_BODY:
-                return
-            if self.cycle is not None and not self.cycle.response_started:
-                self.transport.write(guards.late_body)
-            self.transport.close()
+    def _awaiting_head(self) -> bool:
+        """Whether no request head has begun to complete since the deadline was armed."""
+        raise NotImplementedError
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-                self._arm()  # the next request's head gets the same deadline
+    def _awaiting_body(self) -> bool:
+        """Whether the current request's body is still arriving."""
+        raise NotImplementedError
 
-        def _arm(self) -> None:
-            self._disarm()
-            self._deadline = self.loop.call_later(guards.header_timeout, self._too_slow)
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.guards.header_timeout, self._too_slow)
 
-        def _disarm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-
-        def _too_slow(self) -> None:
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
             self._deadline = None
-            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
-                return
-            if self.cycle is None or self.cycle.response_complete:
-                self.transport.write(guards.slow)
-            self.transport.close()
 
-    return GuardedH11Protocol
+    def _time_body(self) -> None:
+        if self._body_deadline is None:
+            self._body_deadline = self.guards.body_deadline(self.loop, self._body_late)
+
+    def _body_done(self) -> None:
+        if self._body_deadline is not None:
+            self._body_deadline.cancel()
+            self._body_deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or not self._awaiting_head():
+            return
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.write(self.guards.slow)
+        self.transport.close()
+
+    def _body_late(self) -> None:
+        self._body_deadline = None
+        if self.transport.is_closing() or not self._awaiting_body():
+            return
+        if self.cycle is not None and not self.cycle.response_started:
+            self.transport.write(self.guards.late_body)
+        self.transport.close()
 
 
-def _guarded_httptools(guards: _Guards) -> type[asyncio.Protocol]:
+class _GuardedH11(_Guarded, H11Protocol):
+    """h11 knows where the request stands: its ``their_state``."""
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering.lingering:
+            return  # closing: what still comes is dropped
+        super().data_received(data)
+        state = self.conn.their_state
+        if state is not h11.IDLE:
+            self._disarm()  # the head is complete: now the body's deadline
+            if state is h11.SEND_BODY:
+                self._time_body()
+            else:
+                self._body_done()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+            self._arm()  # the next request's head gets the same deadline
+
+    def _awaiting_head(self) -> bool:
+        return self.conn.their_state is h11.IDLE
+
+    def _awaiting_body(self) -> bool:
+        return self.conn.their_state is h11.SEND_BODY
+
+
+def _guarded_h11(guards: _Guards) -> type[asyncio.Protocol]:
+    return type("GuardedH11Protocol", (_GuardedH11,), {"guards": guards})
+
+
+@functools.cache
+def _guarded_httptools_class() -> type[_Guarded]:
+    """Defined on first use: httptools is optional."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):
-        _deadline: asyncio.TimerHandle | None = None
-        _body_deadline: asyncio.TimerHandle | None = None
+    class _GuardedHttpTools(_Guarded, HttpToolsProtocol):
+        """httptools calls back as it parses; this counts the head's bytes (it bounds none)."""
+
         _head_done = False
         _head_bytes = 0
         _body_pending = False
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if not guards.admit(self.connections, transport):
-                return
-            self._lingering = _LingeringTransport(transport, guards.linger)
-            super().connection_made(self._lingering)  # type: ignore[arg-type]
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            self._body_done()
-            if self.transport is not None:
-                self._lingering.close_now()
-                super().connection_lost(exc)
-
-        def eof_received(self) -> None:
-            if self.transport is not None and self._lingering.lingering:
-                self._lingering.close_now()
 
         def data_received(self, data: bytes) -> None:
             if self._lingering.lingering:
@@ -381,13 +403,12 @@ def _guarded_httptools(guards: _Guards) -> type[asyncio.Protocol]:
                 return
             if counted and not self._head_done:
                 self._head_bytes += len(data)
-                if self._head_bytes > guards.max_header_bytes:
+                if self._head_bytes > self.guards.max_header_bytes:
                     self._disarm()
-                    self.transport.write(guards.large)
+                    self.transport.write(self.guards.large)
                     self.transport.close()
-            elif self._body_pending and self._body_deadline is None:
-                # Most bodies arrive with their head: only a late one costs a timer.
-                self._body_deadline = guards.body_deadline(self.loop, self._body_late)
+            elif self._body_pending:
+                self._time_body()  # most bodies arrive with their head: no timer for those
 
         def on_headers_complete(self) -> None:
             self._head_done = self._body_pending = True
@@ -399,19 +420,6 @@ def _guarded_httptools(guards: _Guards) -> type[asyncio.Protocol]:
             self._body_done()
             super().on_message_complete()
 
-        def _body_done(self) -> None:
-            if self._body_deadline is not None:
-                self._body_deadline.cancel()
-                self._body_deadline = None
-
-        def _body_late(self) -> None:
-            self._body_deadline = None
-            if self.transport.is_closing() or not self._body_pending:
-                return
-            if self.cycle is not None and not self.cycle.response_started:
-                self.transport.write(guards.late_body)
-            self.transport.close()
-
         def on_response_complete(self) -> None:
             pipelined = bool(self.pipeline)  # its head is already complete
             super().on_response_complete()
@@ -419,21 +427,18 @@ def _guarded_httptools(guards: _Guards) -> type[asyncio.Protocol]:
                 self._arm()  # the next request's head gets the same deadline
 
         def _arm(self) -> None:
-            self._disarm()
             self._head_done, self._head_bytes = False, 0
-            self._deadline = self.loop.call_later(guards.header_timeout, self._too_slow)
+            super()._arm()
 
-        def _disarm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
+        def _awaiting_head(self) -> bool:
+            return not self._head_done
 
-        def _too_slow(self) -> None:
-            self._deadline = None
-            if self.transport.is_closing() or self._head_done:
-                return
-            if self.cycle is None or self.cycle.response_complete:
-                self.transport.write(guards.slow)
-            self.transport.close()
+        def _awaiting_body(self) -> bool:
+            return self._body_pending
 
-    return GuardedHttpToolsProtocol
+    return _GuardedHttpTools
+
+
+def _guarded_httptools(guards: _Guards) -> type[asyncio.Protocol]:
+    base = _guarded_httptools_class()
+    return type("GuardedHttpToolsProtocol", (base,), {"guards": guards})
