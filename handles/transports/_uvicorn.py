@@ -199,29 +199,10 @@ def guarded_protocol(
         raise ImportError("parser='httptools' needs httptools: pip install httptools")
     guards = _Guards(
         max_connections=max_connections,
-        busy=_raw(
-            _BUSY,
-            f"Service Unavailable: the server holds its maximum of {max_connections} "
-            "connections; retry shortly.\n",
-        ),
-        slow=_raw(
-            _SLOW,
-            f"Request Timeout: the request head did not arrive within {header_timeout:g} s; "
-            "send the whole head at once.\n",
-        ),
-        large=_raw(
-            _LARGE,
-            f"Bad Request: the request head is larger than {max_header_bytes} bytes; "
-            "send fewer or shorter headers.\n",
-        ),
         header_timeout=header_timeout,
         max_header_bytes=max_header_bytes,
         body_timeout=body_timeout,
-        late_body=_raw(
-            _SLOW, f"Request Timeout: the body did not arrive within {body_timeout or 0:g} s"
-        ),
         linger=linger,
-        refusals=_Refusals(max_connections),
     )
     if parser == "h11" or (parser == "auto" and not httptools_installed()):
         return _guarded_h11(guards)
@@ -229,26 +210,40 @@ def guarded_protocol(
 
 
 class _Guards:
-    """What both guarded protocols share: the bounds, the canned replies, the refusal log."""
+    """What both guarded protocols share: the bounds, their canned replies, the refusal log."""
 
     def __init__(
         self,
         *,
         max_connections: int,
-        busy: bytes,
-        slow: bytes,
-        large: bytes,
         header_timeout: float,
         max_header_bytes: int,
         body_timeout: float | None,
-        late_body: bytes,
         linger: float,
-        refusals: _Refusals,
     ) -> None:
         self.max_connections, self.header_timeout = max_connections, header_timeout
-        self.busy, self.slow, self.large = busy, slow, large
-        self.max_header_bytes, self.linger, self.refusals = max_header_bytes, linger, refusals
-        self.body_timeout, self.late_body = body_timeout, late_body
+        self.max_header_bytes, self.body_timeout = max_header_bytes, body_timeout
+        self.linger = linger
+        self.refusals = _Refusals(max_connections)
+        self.busy = _raw(
+            _BUSY,
+            f"Service Unavailable: the server holds its maximum of {max_connections} "
+            "connections; retry shortly.\n",
+        )
+        self.slow = _raw(
+            _SLOW,
+            f"Request Timeout: the request head did not arrive within {header_timeout:g} s; "
+            "send the whole head at once.\n",
+        )
+        self.large = _raw(
+            _LARGE,
+            f"Bad Request: the request head is larger than {max_header_bytes} bytes; "
+            "send fewer or shorter headers.\n",
+        )
+        # The app's own text (HttpApp._read_body), now that the protocol times bodies.
+        self.late_body = _raw(
+            _SLOW, f"Request Timeout: the body did not arrive within {body_timeout or 0:g} s"
+        )
 
     def body_deadline(
         self, loop: asyncio.AbstractEventLoop, late: Callable[[], None]

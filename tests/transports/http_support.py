@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import uvicorn
+from anyio.abc import SocketStream
 
 from handles.principal import Principal
 from handles.server.context import Context
@@ -100,3 +101,43 @@ async def serving(app: Any, **limits: Any) -> AsyncIterator[str]:
         finally:
             server.should_exit = True
     sock.close()
+
+
+def raw_post(host: str, body: bytes) -> bytes:
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class Reader:
+    """Responses off one connection, in order: pipelined ones may share a read."""
+
+    def __init__(self, stream: SocketStream) -> None:
+        self.stream, self.buffer = stream, b""
+
+    async def _more(self) -> bool:
+        try:
+            self.buffer += await self.stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            return False
+        return True
+
+    async def response(self) -> tuple[int, bytes]:
+        """The next response's status and body (``Content-Length``, else up to the close)."""
+        while b"\r\n\r\n" not in self.buffer:
+            assert await self._more(), f"closed mid-head: {self.buffer[:200]!r}"
+        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+        if "content-length" in headers:
+            length = int(headers["content-length"])
+            while len(self.buffer) < length:
+                assert await self._more(), "closed mid-body"
+        else:
+            while await self._more():
+                pass
+            length = len(self.buffer)
+        body, self.buffer = self.buffer[:length], self.buffer[length:]
+        return int(lines[0].split()[1]), body

@@ -15,13 +15,14 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from anyio.abc import SocketStream
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from handles.transports.auth import StaticTokenVerifier
 from handles.transports.http import http_app
 
-from .http_support import ALICE, BOB, SECRET, Probe, build_server, serving
+from .http_support import ALICE, BOB, SECRET, Probe, Reader, build_server, raw_post, serving
 
 pytestmark = pytest.mark.anyio
 WAIT = 10.0
@@ -186,25 +187,9 @@ async def test_protected_resource_metadata_on_both_paths(authed_url: str) -> Non
             }
 
 
-async def read_response(stream: anyio.abc.ByteStream) -> tuple[int, bytes]:
-    """Read one HTTP/1.1 response with a Content-Length body; its status and body."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += await stream.receive()
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
-    while len(body) < int(headers["content-length"]):
-        body += await stream.receive()
-    return int(lines[0].split()[1]), body
-
-
-def raw_post(host: str, body: bytes) -> bytes:
-    head = (
-        f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
+async def read_response(stream: SocketStream) -> tuple[int, bytes]:
+    """Read one HTTP/1.1 response; its status and body."""
+    return await Reader(stream).response()
 
 
 PARSERS = ["h11", "httptools"]

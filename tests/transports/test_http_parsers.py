@@ -16,8 +16,8 @@ from anyio.abc import SocketStream
 from handles.transports._uvicorn import guarded_protocol
 from handles.transports.http import http_app
 
-from .http_support import ALICE, build_server, serving
-from .test_http_client import PARSERS, raw_post
+from .http_support import ALICE, Reader, build_server, raw_post, serving
+from .test_http_client import PARSERS
 
 pytestmark = pytest.mark.anyio
 WAIT = 10.0
@@ -28,38 +28,6 @@ PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class Reader:
-    """Responses off one connection, in order: pipelined ones may share a read."""
-
-    def __init__(self, stream: SocketStream) -> None:
-        self.stream, self.buffer = stream, b""
-
-    async def _more(self) -> bool:
-        try:
-            self.buffer += await self.stream.receive()
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            return False
-        return True
-
-    async def response(self) -> tuple[int, bytes]:
-        """The next response's status and body (``Content-Length``, else up to the close)."""
-        while b"\r\n\r\n" not in self.buffer:
-            assert await self._more(), f"closed mid-head: {self.buffer[:200]!r}"
-        head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        headers = dict(line.lower().split(": ", 1) for line in lines[1:])
-        if "content-length" in headers:
-            length = int(headers["content-length"])
-            while len(self.buffer) < length:
-                assert await self._more(), "closed mid-body"
-        else:
-            while await self._more():
-                pass
-            length = len(self.buffer)
-        body, self.buffer = self.buffer[:length], self.buffer[length:]
-        return int(lines[0].split()[1]), body
 
 
 async def connect(url: str) -> tuple[SocketStream, str]:
